@@ -1,0 +1,5 @@
+import sys
+
+from rawtrio.cli import main
+
+sys.exit(main())

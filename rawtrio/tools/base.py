@@ -1,0 +1,112 @@
+"""What a tool is, and what it gets when it runs.
+
+Every tool — built-in, MCP or user-defined — is a `Tool` registered in a `ToolRegistry`
+through the same `register()` call. A handler receives validated arguments and a
+`ToolContext`, and returns a `ToolOutput`. Handlers run inside the turn's cancel scope:
+
+- A handler that finishes returns `ToolOutput` (status `ok`, `error` or `timed_out`).
+- On cancellation, a handler that started something (a process) cleans it up in a
+  shielded, bounded scope, calls `ctx.report_cancelled(...)` with what it knows (partial
+  output, exit status, elapsed time) and lets `trio.Cancelled` propagate. The loop then
+  records a `cancelled` result with `started=True` and that report (I5).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rawtrio.contracts import (
+    DEFAULT_SIGTERM_GRACE_S,
+    DEFAULT_TOOL_OUTPUT_CAP,
+    ToolStatus,
+)
+from rawtrio.frozen import FrozenJSON, empty, freeze
+
+
+@dataclass(frozen=True, slots=True)
+class ToolOutput:
+    status: ToolStatus
+    content: str
+    details: FrozenJSON = field(default_factory=empty)
+
+    @staticmethod
+    def ok(content: str, **details: Any) -> ToolOutput:
+        return ToolOutput(ToolStatus.OK, content, freeze(details))
+
+    @staticmethod
+    def error(content: str, **details: Any) -> ToolOutput:
+        return ToolOutput(ToolStatus.ERROR, content, freeze(details))
+
+
+@dataclass(frozen=True, slots=True)
+class CancelReport:
+    """What a cancelled handler knew when it stopped: text for the model, facts for UIs."""
+
+    content: str
+    details: FrozenJSON = field(default_factory=empty)
+
+
+@dataclass(frozen=True, slots=True)
+class ToolSettings:
+    """Per-session limits the tools obey (from config; small values in tests)."""
+
+    output_cap: int = DEFAULT_TOOL_OUTPUT_CAP
+    sigterm_grace_s: float = DEFAULT_SIGTERM_GRACE_S
+    bash_timeout_s: float = 120.0
+    #: Environment variables removed from every child process.
+    strip_env: tuple[str, ...] = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+
+
+class ToolContext:
+    """Given to a handler for one call. Not shared between calls."""
+
+    def __init__(
+        self,
+        *,
+        session_id: str,
+        call_id: str,
+        cwd: Path,
+        settings: ToolSettings,
+        emit_output: Callable[[str], None] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self.call_id = call_id
+        self.cwd = cwd
+        self.settings = settings
+        self._emit_output = emit_output
+        self.env = env
+        self.cancel_report: CancelReport | None = None
+
+    def output(self, text: str) -> None:
+        """Stream a piece of live output to subscribers (never blocks)."""
+        if self._emit_output is not None and text:
+            self._emit_output(text)
+
+    def report_cancelled(self, content: str, **details: Any) -> None:
+        """Record what happened before a cancellation; call it before re-raising."""
+        self.cancel_report = CancelReport(content, freeze(details))
+
+    def resolve(self, path: str) -> Path:
+        """A path argument, relative paths taken against the session's working directory."""
+        p = Path(path).expanduser()
+        return p if p.is_absolute() else self.cwd / p
+
+
+Handler = Callable[[ToolContext, Mapping[str, Any]], Awaitable[ToolOutput]]
+
+
+@dataclass(frozen=True, slots=True)
+class Tool:
+    """A tool. `id` is namespaced for extensions (`mcp/<server>/<tool>`)."""
+
+    id: str
+    description: str
+    input_schema: FrozenJSON
+    handler: Handler
+    read_only: bool = False
+    #: The argument shown on a tool's one-line summary in front ends (e.g. "command").
+    key_argument: str | None = None
