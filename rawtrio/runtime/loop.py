@@ -1,0 +1,168 @@
+"""The agent loop: turn → steps → one model request each → tool calls in listed order.
+
+Read top to bottom, this is the turn contract of DESIGN.md §3. Everything that records
+state goes through `Session.commit_*` (shielded, bounded), and updates `Turn` in the
+same synchronous stretch, so `finish_turn` can always tell what a cancellation cut.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING
+
+import trio
+
+from rawtrio import events as ev
+from rawtrio.contracts import ToolStatus, TurnOutcome
+from rawtrio.errors import StreamCut
+from rawtrio.frozen import freeze, thaw
+from rawtrio.messages import AssistantMessage, ToolCall, ToolResult
+from rawtrio.providers import base as pb
+from rawtrio.runtime.turn import RunningCall, StreamState, Turn
+from rawtrio.tools.base import ToolContext, ToolOutput
+
+if TYPE_CHECKING:
+    from rawtrio.runtime.session import Session
+
+
+async def run_steps(session: Session, turn: Turn) -> tuple[TurnOutcome, str]:
+    """Run the turn's steps; return its outcome. Cancellation propagates."""
+    await session.commit_user_message(turn)
+    max_steps = session.options.max_steps
+    for step in range(1, max_steps + 1):
+        turn.step = step
+        message, stop_reason = await stream_step(session, turn, step)
+        calls = message.tool_calls
+        if not calls:
+            return TurnOutcome.COMPLETED, stop_reason
+        if step == max_steps:
+            await session.commit_results(turn, [not_run(c, max_steps) for c in calls])
+            return TurnOutcome.MAX_STEPS, f"reached max_steps ({max_steps}) with tool calls pending"
+        for call in calls:
+            result = await run_call(session, turn, call)
+            await session.commit_results(turn, [result])
+    raise AssertionError("unreachable: the loop returns on its last step")
+
+
+async def stream_step(session: Session, turn: Turn, step: int) -> tuple[AssistantMessage, str]:
+    """Stream one model response; commit it only once the stream finished (I3)."""
+    session.emit(
+        ev.StepStarted(
+            session_id=session.id, turn_id=turn.id, step=step, model=session.options.provider.model
+        )
+    )
+    request = session.build_request()
+    state = turn.streaming = StreamState(step)
+    done: pb.StreamDone | None = None
+    async with session.provider.stream(request) as stream:
+        async for item in stream:
+            if isinstance(item, pb.TextDelta):
+                state.text += item.text
+                session.emit(
+                    ev.TextDelta(session_id=session.id, turn_id=turn.id, step=step, text=item.text)
+                )
+            elif isinstance(item, pb.ThinkingDelta):
+                session.emit(
+                    ev.ThinkingDelta(
+                        session_id=session.id, turn_id=turn.id, step=step, text=item.text
+                    )
+                )
+            elif isinstance(item, pb.ToolCallBegin):
+                state.announced.append(item.name)
+                session.emit(
+                    ev.ToolCallAnnounced(
+                        session_id=session.id,
+                        turn_id=turn.id,
+                        step=step,
+                        call_id=item.call_id,
+                        name=item.name,
+                    )
+                )
+            elif isinstance(item, pb.StreamDone):
+                done = item
+    if done is None:
+        raise StreamCut("the model's stream ended without its final event")
+    await session.commit_assistant(turn, done)
+    return done.message, done.stop_reason
+
+
+async def run_call(session: Session, turn: Turn, call: ToolCall) -> ToolResult:
+    """Run one call, or explain why it did not run. Always returns its one result."""
+    tool = session.registry.lookup(call.name)
+    if tool is None:
+        names = ", ".join(s.name for s in session.registry.specs())
+        return result(call, ToolStatus.UNKNOWN_TOOL, f"unknown tool {call.name!r}; tools: {names}")
+    problem = session.registry.validate(tool, call.arguments)
+    if problem is not None:
+        return result(call, ToolStatus.INVALID_ARGUMENTS, problem)
+    # A cancellation that landed before this point must stop the call from starting (I4).
+    await trio.lowlevel.checkpoint()
+    ctx = ToolContext(
+        session_id=session.id,
+        call_id=call.id,
+        cwd=session.cwd,
+        settings=session.options.tools,
+        emit_output=lambda text: session.emit(
+            ev.ToolOutputDelta(session_id=session.id, turn_id=turn.id, call_id=call.id, text=text)
+        ),
+    )
+    turn.running = RunningCall(call, ctx)
+    session.emit(
+        ev.ToolCallStarted(
+            session_id=session.id,
+            turn_id=turn.id,
+            call_id=call.id,
+            name=call.name,
+            tool_id=tool.id,
+            arguments=call.arguments or {},
+        )
+    )
+    try:
+        output = await tool.handler(ctx, thaw(call.arguments))
+    except Exception as exc:  # a handler bug becomes a result the model can read
+        output = ToolOutput.error(f"tool {tool.id} failed: {type(exc).__name__}: {exc}")
+    return ToolResult(
+        call.id, call.name, output.status, output.content, started=True, details=output.details
+    )
+
+
+def cancelled_result(call: ToolCall, running: RunningCall | None, reason: str) -> ToolResult:
+    """The honest result of a call a cancellation cut (I5)."""
+    if running is None or running.call.id != call.id:
+        return result(
+            call,
+            ToolStatus.CANCELLED,
+            f"not run: the turn was cancelled ({reason}) before this call started",
+        )
+    elapsed = round(time.monotonic() - running.started_at, 3)
+    report = running.ctx.cancel_report
+    if report is not None:
+        details = {"elapsed_s": elapsed, **thaw(report.details)}
+        return ToolResult(
+            call.id,
+            call.name,
+            ToolStatus.CANCELLED,
+            report.content,
+            started=True,
+            details=freeze(details),
+        )
+    return ToolResult(
+        call.id,
+        call.name,
+        ToolStatus.CANCELLED,
+        f"started, then cancelled after {elapsed} s ({reason}); it may have had partial effects",
+        started=True,
+        details=freeze({"elapsed_s": elapsed}),
+    )
+
+
+def not_run(call: ToolCall, max_steps: int) -> ToolResult:
+    return result(
+        call,
+        ToolStatus.NOT_RUN,
+        f"not run: the turn reached its limit of {max_steps} model requests",
+    )
+
+
+def result(call: ToolCall, status: ToolStatus, content: str) -> ToolResult:
+    return ToolResult(call.id, call.name, status, content, started=False)

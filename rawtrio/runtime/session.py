@@ -1,0 +1,333 @@
+"""A live session: a trio nursery that owns everything its turns start.
+
+Front ends call the operations (`submit`, `cancel`, `subscribe`, `close`, …) and read
+events; they never run the loop themselves. One `Session` object per session id per
+process (the `Runtime` enforces it).
+
+Exception-group policy: a turn task catches every `Exception` it can raise (a provider
+failure or a bug ends the turn with outcome `error`), so the session nursery only ever
+sees `trio.Cancelled`, and never raises an `ExceptionGroup` to its owner. Nurseries inside
+tools (process readers) unwrap their own groups before returning.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import trio
+
+from rawtrio import events as ev
+from rawtrio.contracts import (
+    CLEANUP_DEADLINE_S,
+    DEFAULT_MAX_STEPS,
+    ToolStatus,
+    TurnOutcome,
+)
+from rawtrio.errors import ProviderError, RawtrioError, SessionClosed, TurnInProgress
+from rawtrio.messages import Message, ToolResult, UserMessage
+from rawtrio.providers.base import ModelRequest, Provider, ProviderSettings, StreamDone
+from rawtrio.runtime import loop
+from rawtrio.runtime.subscribers import DEFAULT_BUFFER, SubscriberHub, Subscription
+from rawtrio.runtime.turn import Turn
+from rawtrio.store.base import SessionRecord, SessionStore
+from rawtrio.tools.base import ToolSettings
+
+if TYPE_CHECKING:
+    from rawtrio.tools.registry import ToolRegistry
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    cwd: Path
+    provider: ProviderSettings
+    max_steps: int = DEFAULT_MAX_STEPS
+    max_output_tokens: int = 8192
+    tools: ToolSettings = field(default_factory=ToolSettings)
+    #: Replaces the built-in base prompt when set (fixed at session creation).
+    system_prompt: str | None = None
+
+
+class Session:
+    def __init__(
+        self,
+        *,
+        record: SessionRecord,
+        options: SessionOptions,
+        store: SessionStore,
+        provider: Provider,
+        registry: ToolRegistry,
+        context: list[Message],
+        last_seq: int,
+    ) -> None:
+        self.record = record
+        self.id = record.id
+        self.options = options
+        self.cwd = options.cwd
+        self.store = store
+        self.provider = provider
+        self.registry = registry
+        self.context = context
+        self._seq = last_seq
+        self._hub = SubscriberHub()
+        self._turn: Turn | None = None
+        self._turns: dict[str, ev.TurnEnded] = {}
+        self._note: str | None = None
+        self._closing = False
+        self._close_requested = trio.Event()
+        self._finished = trio.Event()
+        self._nursery: trio.Nursery | None = None
+
+    # --- lifecycle (owned by the Runtime's nursery) ----------------------------------
+
+    async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                task_status.started()
+                await self._close_requested.wait()
+                nursery.cancel_scope.cancel(reason="session closed")
+        finally:
+            with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
+                cleanup.shield = True
+                await self.provider.aclose()
+            self._hub.close_all()
+            self._finished.set()
+
+    async def close(self, reason: str = "session closed") -> None:
+        """Cancel the running turn (it records its outcome), then stop everything."""
+        self._closing = True
+        if self._turn is not None:
+            turn = self._turn
+            turn.cancel(reason)
+            await turn.done.wait()
+        self._close_requested.set()
+        await self._finished.wait()
+
+    @property
+    def closed(self) -> bool:
+        return self._finished.is_set()
+
+    # --- operations ---------------------------------------------------------------------
+
+    async def submit(self, text: str, *, client_request_id: str | None = None) -> str:
+        """Start a turn with `text`; return its id. A repeated request id returns the same id."""
+        if self._closing or self._nursery is None:
+            raise SessionClosed(f"session {self.id} is closed")
+        if client_request_id is not None:
+            known = await self.store.find_turn(self.id, client_request_id)
+            if known is not None:
+                return known.id
+        if self._turn is not None:
+            raise TurnInProgress(f"session {self.id} is already running turn {self._turn.id}")
+        turn = Turn(id=uuid.uuid4().hex, text=text, client_request_id=client_request_id)
+        self._turn = turn
+        await self.store.begin_turn(self.id, turn.id, client_request_id)
+        self._nursery.start_soon(self._turn_task, turn, name=f"turn {turn.id}")
+        return turn.id
+
+    def cancel(self, reason: str = "cancelled by the user") -> bool:
+        """Cancel the running turn, if any. Returns whether there was one."""
+        if self._turn is None:
+            return False
+        self._turn.cancel(reason)
+        return True
+
+    async def wait_turn(self, turn_id: str) -> ev.TurnEnded:
+        """Wait for a turn of this session (running or finished) to end."""
+        while turn_id not in self._turns:
+            turn = self._turn
+            if turn is None or turn.id != turn_id:
+                raise KeyError(f"no turn {turn_id} in this process")
+            await turn.done.wait()
+        return self._turns[turn_id]
+
+    async def run_turn(self, text: str, *, client_request_id: str | None = None) -> ev.TurnEnded:
+        return await self.wait_turn(await self.submit(text, client_request_id=client_request_id))
+
+    @property
+    def running_turn(self) -> str | None:
+        return self._turn.id if self._turn else None
+
+    def subscribe(self, buffer: int = DEFAULT_BUFFER) -> Subscription:
+        return self._hub.subscribe(buffer)
+
+    async def events_since(self, seq: int) -> list[ev.Event]:
+        return await self.store.events_since(self.id, seq)
+
+    # --- used by the loop ---------------------------------------------------------------
+
+    def emit(self, event: ev.Event) -> None:
+        self._seq += 1
+        event = ev.with_seq(event, self._seq)
+        self.store.record_event(event)
+        self._hub.publish(event)
+
+    def build_request(self) -> ModelRequest:
+        return ModelRequest(
+            system=self.record.system_prompt,
+            messages=tuple(self.context),
+            tools=self.registry.specs(),
+            model=self.options.provider.model,
+            max_tokens=self.options.max_output_tokens,
+        )
+
+    async def _durably(self, turn: Turn, messages: Sequence[Message]) -> None:
+        """Commit messages in one transaction that a cancellation cannot tear."""
+        with trio.move_on_after(CLEANUP_DEADLINE_S) as scope:
+            scope.shield = True
+            await self.store.commit(self.id, turn.id, messages)
+        if scope.cancelled_caught:
+            raise RawtrioError(f"the session store did not commit within {CLEANUP_DEADLINE_S} s")
+        self.context.extend(messages)
+
+    async def commit_user_message(self, turn: Turn) -> None:
+        note, self._note = self._note, None
+        text = f"{note}\n\n{turn.text}" if note else turn.text
+        await self._durably(turn, [UserMessage(text)])
+        self.emit(
+            ev.UserMessageCommitted(
+                session_id=self.id,
+                turn_id=turn.id,
+                text=turn.text,
+                note=note,
+                client_request_id=turn.client_request_id,
+            )
+        )
+
+    async def commit_assistant(self, turn: Turn, done: StreamDone) -> None:
+        msg = done.message
+        await self._durably(turn, [msg])
+        turn.streaming = None
+        turn.pending = list(msg.tool_calls)
+        turn.final_text = msg.text
+        self.emit(
+            ev.AssistantMessageCommitted(
+                session_id=self.id,
+                turn_id=turn.id,
+                step=turn.step,
+                text=msg.text,
+                tool_calls=tuple((c.id, c.name, c.arguments) for c in msg.tool_calls),
+                stop_reason=done.stop_reason,
+            )
+        )
+        u = done.usage
+        self.emit(
+            ev.Usage(
+                session_id=self.id,
+                turn_id=turn.id,
+                step=turn.step,
+                input_tokens=u.input_tokens,
+                output_tokens=u.output_tokens,
+                cache_read_tokens=u.cache_read_tokens,
+                cache_write_tokens=u.cache_write_tokens,
+            )
+        )
+
+    async def commit_results(self, turn: Turn, results: Sequence[ToolResult]) -> None:
+        await self._durably(turn, results)
+        ids = {r.call_id for r in results}
+        turn.pending = [c for c in turn.pending if c.id not in ids]
+        if turn.running is not None and turn.running.call.id in ids:
+            turn.running = None
+        for r in results:
+            self.emit(
+                ev.ToolCallFinished(
+                    session_id=self.id,
+                    turn_id=turn.id,
+                    call_id=r.call_id,
+                    name=r.name,
+                    status=r.status,
+                    content=r.content,
+                    started=r.started,
+                    denied_by=r.denied_by,
+                    details=r.details,
+                )
+            )
+
+    # --- the turn task ------------------------------------------------------------------
+
+    async def _turn_task(self, turn: Turn) -> None:
+        outcome, reason = TurnOutcome.ERROR, "internal error"
+        try:
+            with turn.scope:
+                outcome, reason = await loop.run_steps(self, turn)
+            if turn.scope.cancelled_caught:
+                outcome, reason = TurnOutcome.CANCELLED, turn.cancel_reason or "cancelled"
+        except trio.Cancelled:
+            outcome, reason = TurnOutcome.CANCELLED, "session closed"
+            raise
+        except ProviderError as exc:
+            outcome, reason = TurnOutcome.ERROR, str(exc)
+        except Exception as exc:  # a bug must end the turn, not the session
+            log.exception("turn %s failed", turn.id)
+            outcome, reason = TurnOutcome.ERROR, f"internal error: {type(exc).__name__}: {exc}"
+        finally:
+            with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
+                cleanup.shield = True
+                await self._finish_turn(turn, outcome, reason)
+
+    async def _finish_turn(self, turn: Turn, outcome: TurnOutcome, reason: str) -> None:
+        """Record what the turn cut, then its one outcome (I1, I2, I5). Runs shielded."""
+        try:
+            cut: list[str] = []
+            if turn.streaming is not None:
+                self.emit(
+                    ev.StreamInterrupted(
+                        session_id=self.id,
+                        turn_id=turn.id,
+                        step=turn.streaming.step,
+                        partial_text=turn.streaming.text,
+                        reason=reason,
+                    )
+                )
+                cut.append("your reply was cut off while streaming and was not kept")
+                turn.streaming = None
+            if turn.pending:
+                results = [loop.cancelled_result(c, turn.running, reason) for c in turn.pending]
+                if outcome is not TurnOutcome.CANCELLED:
+                    results = [_as_error(r, reason) for r in results]
+                cut.extend(f"tool call {r.name} ({r.call_id}): {r.content}" for r in results)
+                await self.commit_results(turn, results)
+            await self.store.end_turn(self.id, turn.id, outcome, reason)
+            if cut and outcome in (TurnOutcome.CANCELLED, TurnOutcome.ERROR):
+                self._note = _interruption_note(outcome, reason, cut)
+            ended = ev.TurnEnded(
+                session_id=self.id,
+                turn_id=turn.id,
+                outcome=outcome,
+                reason=reason,
+                steps=turn.step,
+                final_text=turn.final_text,
+            )
+            self._turns[turn.id] = ended
+            self.emit(ended)
+        finally:
+            self._turn = None
+            turn.done.set()
+
+
+def _as_error(r: ToolResult, reason: str) -> ToolResult:
+    return ToolResult(
+        r.call_id,
+        r.name,
+        ToolStatus.ERROR,
+        f"the turn ended with an error ({reason}); {r.content}",
+        started=r.started,
+        details=r.details,
+    )
+
+
+def _interruption_note(outcome: TurnOutcome, reason: str, cut: list[str]) -> str:
+    what = "was cancelled" if outcome is TurnOutcome.CANCELLED else "ended with an error"
+    lines = [f"[rawtrio: the previous turn {what} ({reason}) at {time.strftime('%H:%M:%S')}."]
+    lines += [f"- {c}" for c in cut]
+    lines.append("Continue from the current state; do not assume cut work was done.]")
+    return "\n".join(lines)

@@ -1,0 +1,113 @@
+"""The session store interface: what the runtime persists, and when.
+
+Two records per session (DESIGN.md §5):
+
+- the **model context** — the messages the next request carries, changed only by
+  `commit()` (one transaction per commit point of the turn contract) and, later, by
+  compaction;
+- the **display history** — every event the user saw (`record_event`), paged with
+  opaque cursors and used by subscribers to resync by sequence number.
+
+`record_event` never blocks (an implementation queues the write); `commit` returns once
+the messages are durable. Events recorded before a commit are stored before it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from rawtrio.contracts import TurnOutcome
+from rawtrio.events import Event
+from rawtrio.messages import Message
+
+
+@dataclass(frozen=True, slots=True)
+class SessionRecord:
+    id: str
+    title: str
+    cwd: str
+    system_prompt: str
+    provider: str
+    model: str
+    created_at: float
+    updated_at: float
+    message_count: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class TurnRecord:
+    id: str
+    client_request_id: str | None
+    outcome: TurnOutcome | None
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class HistoryPage:
+    events: tuple[Event, ...]
+    #: Opaque cursor for the next page in the same direction; None at the end.
+    next_cursor: str | None
+
+
+class SessionStore(Protocol):
+    async def create_session(
+        self,
+        *,
+        session_id: str,
+        cwd: str,
+        system_prompt: str,
+        provider: str,
+        model: str,
+        title: str,
+    ) -> SessionRecord: ...
+
+    async def get_session(self, session_id: str) -> SessionRecord:
+        """Raises `UnknownSession`."""
+        ...
+
+    async def list_sessions(self, *, cwd: str | None = None) -> list[SessionRecord]: ...
+
+    async def rename_session(self, session_id: str, title: str) -> None: ...
+
+    async def delete_session(self, session_id: str) -> None: ...
+
+    async def load_context(self, session_id: str) -> list[Message]: ...
+
+    async def begin_turn(
+        self, session_id: str, turn_id: str, client_request_id: str | None
+    ) -> None: ...
+
+    async def find_turn(self, session_id: str, client_request_id: str) -> TurnRecord | None:
+        """The turn a client request id already started, for idempotent submits."""
+        ...
+
+    async def commit(self, session_id: str, turn_id: str, messages: Sequence[Message]) -> None:
+        """Append messages to the model context in one durable transaction."""
+        ...
+
+    async def end_turn(
+        self, session_id: str, turn_id: str, outcome: TurnOutcome, reason: str
+    ) -> None: ...
+
+    def record_event(self, event: Event) -> None:
+        """Append an event to the display history. Never blocks."""
+        ...
+
+    async def events_since(self, session_id: str, seq: int) -> list[Event]:
+        """Display events with a sequence number greater than `seq`, in order."""
+        ...
+
+    async def history(
+        self,
+        session_id: str,
+        *,
+        cursor: str | None = None,
+        limit: int = 50,
+        newest_first: bool = True,
+    ) -> HistoryPage: ...
+
+    async def last_seq(self, session_id: str) -> int: ...
+
+    async def aclose(self) -> None: ...
