@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rawtrio.tools.base import ToolContext, ToolSettings
+
+#: Small real-time settings: tests run real processes.
+FAST = ToolSettings(output_cap=4000, sigterm_grace_s=0.2, bash_timeout_s=30.0)
+
+MakeCtx = Callable[..., ToolContext]
+
+
+@pytest.fixture
+def make_ctx(tmp_path: Path) -> MakeCtx:
+    def make(**overrides: Any) -> ToolContext:
+        kwargs: dict[str, Any] = {
+            "session_id": "sess-test",
+            "call_id": "call-1",
+            "cwd": tmp_path,
+            "settings": FAST,
+        }
+        kwargs.update(overrides)
+        return ToolContext(**kwargs)
+
+    return make
