@@ -48,6 +48,15 @@ class UsageInfo:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0
 
+    @property
+    def total_input_tokens(self) -> int:
+        """Everything the request's prompt counted: the three input figures are disjoint.
+
+        Every adapter reports `input_tokens` without the cached tokens (Anthropic's way;
+        the OpenAI adapters subtract `cached_tokens` from the prompt count).
+        """
+        return self.input_tokens + self.cache_read_tokens + self.cache_write_tokens
+
 
 # --- stream events -------------------------------------------------------------------
 
