@@ -16,7 +16,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from rawtrio.contracts import STREAM_JSON_VERSION, DeniedBy, ToolStatus, TurnOutcome
 from rawtrio.frozen import FrozenJSON, empty, thaw
@@ -200,5 +200,8 @@ def event_to_json(event: Event) -> dict[str, Any]:
     return out
 
 
-def with_seq(event: Event, seq: int) -> Event:
+E = TypeVar("E", bound=Event)
+
+
+def with_seq(event: E, seq: int) -> E:
     return dataclasses.replace(event, seq=seq)

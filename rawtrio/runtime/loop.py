@@ -15,7 +15,7 @@ import trio
 from rawtrio import events as ev
 from rawtrio.contracts import ToolStatus, TurnOutcome
 from rawtrio.errors import StreamCut
-from rawtrio.frozen import freeze, thaw
+from rawtrio.frozen import EMPTY, freeze, thaw
 from rawtrio.messages import AssistantMessage, ToolCall, ToolResult
 from rawtrio.providers import base as pb
 from rawtrio.runtime.turn import RunningCall, StreamState, Turn
@@ -102,9 +102,7 @@ async def run_call(session: Session, turn: Turn, call: ToolCall) -> ToolResult:
         call_id=call.id,
         cwd=session.cwd,
         settings=session.options.tools,
-        emit_output=lambda text: session.emit(
-            ev.ToolOutputDelta(session_id=session.id, turn_id=turn.id, call_id=call.id, text=text)
-        ),
+        emit_output=LiveOutput(session, turn.id, call.id, session.options.tools.output_cap),
     )
     turn.running = RunningCall(call, ctx)
     session.emit(
@@ -114,7 +112,7 @@ async def run_call(session: Session, turn: Turn, call: ToolCall) -> ToolResult:
             call_id=call.id,
             name=call.name,
             tool_id=tool.id,
-            arguments=call.arguments or {},
+            arguments=call.arguments if call.arguments is not None else EMPTY,
         )
     )
     try:
@@ -124,6 +122,37 @@ async def run_call(session: Session, turn: Turn, call: ToolCall) -> ToolResult:
     return ToolResult(
         call.id, call.name, output.status, output.content, started=True, details=output.details
     )
+
+
+class LiveOutput:
+    """Streams a call's live output to subscribers, up to a bound per call.
+
+    The result the model reads is capped by the tool (head and tail); live output is for
+    people watching, so past `LIVE_OUTPUT_FACTOR` times the cap it stops with one note
+    instead of pushing, say, 100 MB of a runaway command through every subscriber.
+    """
+
+    LIVE_OUTPUT_FACTOR = 4
+
+    def __init__(self, session: Session, turn_id: str, call_id: str, cap: int) -> None:
+        self._session = session
+        self._turn_id = turn_id
+        self._call_id = call_id
+        self._left = cap * self.LIVE_OUTPUT_FACTOR
+
+    def __call__(self, text: str) -> None:
+        if self._left <= 0:
+            return
+        if len(text) >= self._left:
+            text = (
+                text[: self._left] + "\n[live output stops here; the result keeps head and tail]\n"
+            )
+        self._left -= len(text)
+        self._session.emit(
+            ev.ToolOutputDelta(
+                session_id=self._session.id, turn_id=self._turn_id, call_id=self._call_id, text=text
+            )
+        )
 
 
 def cancelled_result(call: ToolCall, running: RunningCall | None, reason: str) -> ToolResult:
@@ -138,12 +167,14 @@ def cancelled_result(call: ToolCall, running: RunningCall | None, reason: str) -
     report = running.ctx.cancel_report
     if report is not None:
         details = {"elapsed_s": elapsed, **thaw(report.details)}
+        # A handler cancelled before it started anything says so (`started=False`).
+        started = bool(details.pop("started", True))
         return ToolResult(
             call.id,
             call.name,
             ToolStatus.CANCELLED,
             report.content,
-            started=True,
+            started=started,
             details=freeze(details),
         )
     return ToolResult(

@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 import trio
 
 from rawtrio.contracts import CLEANUP_DEADLINE_S
+from rawtrio.groups import collapse_group
 from rawtrio.providers.base import Provider, ProviderSettings
 from rawtrio.runtime.prompt import system_prompt
 from rawtrio.runtime.session import Session, SessionOptions
@@ -94,12 +95,13 @@ async def open_runtime(
     provider_factory: ProviderFactory = _default_provider,
     registry_factory: RegistryFactory = _default_registry,
 ) -> AsyncIterator[Runtime]:
-    async with trio.open_nursery() as nursery:
-        runtime = Runtime(nursery, store, provider_factory, registry_factory)
-        try:
-            yield runtime
-        finally:
-            with trio.move_on_after(CLEANUP_DEADLINE_S * 2) as cleanup:
-                cleanup.shield = True
-                await runtime.aclose()
-            nursery.cancel_scope.cancel(reason="runtime closed")
+    with collapse_group():
+        async with trio.open_nursery() as nursery:
+            runtime = Runtime(nursery, store, provider_factory, registry_factory)
+            try:
+                yield runtime
+            finally:
+                with trio.move_on_after(CLEANUP_DEADLINE_S * 2) as cleanup:
+                    cleanup.shield = True
+                    await runtime.aclose()
+                nursery.cancel_scope.cancel(reason="runtime closed")

@@ -18,7 +18,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import trio
 
@@ -42,6 +42,7 @@ if TYPE_CHECKING:
     from rawtrio.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
+E = TypeVar("E", bound=ev.Event)
 
 
 @dataclass(frozen=True)
@@ -164,11 +165,13 @@ class Session:
 
     # --- used by the loop ---------------------------------------------------------------
 
-    def emit(self, event: ev.Event) -> None:
+    def emit(self, event: E) -> E:
+        """Number, record and publish an event; returns it as subscribers got it."""
         self._seq += 1
         event = ev.with_seq(event, self._seq)
         self.store.record_event(event)
         self._hub.publish(event)
+        return event
 
     def build_request(self) -> ModelRequest:
         return ModelRequest(
@@ -307,8 +310,7 @@ class Session:
                 steps=turn.step,
                 final_text=turn.final_text,
             )
-            self._turns[turn.id] = ended
-            self.emit(ended)
+            self._turns[turn.id] = self.emit(ended)
         finally:
             self._turn = None
             turn.done.set()
