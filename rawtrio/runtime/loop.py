@@ -10,8 +10,6 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-import trio
-
 from rawtrio import events as ev
 from rawtrio.contracts import ToolStatus, TurnOutcome
 from rawtrio.errors import StreamCut
@@ -95,8 +93,6 @@ async def run_call(session: Session, turn: Turn, call: ToolCall) -> ToolResult:
     problem = session.registry.validate(tool, call.arguments)
     if problem is not None:
         return result(call, ToolStatus.INVALID_ARGUMENTS, problem)
-    # A cancellation that landed before this point must stop the call from starting (I4).
-    await trio.lowlevel.checkpoint()
     ctx = ToolContext(
         session_id=session.id,
         call_id=call.id,
@@ -104,6 +100,9 @@ async def run_call(session: Session, turn: Turn, call: ToolCall) -> ToolResult:
         settings=session.options.tools,
         emit_output=LiveOutput(session, turn.id, call.id, session.options.tools.output_cap),
     )
+    # Durably marks the call as starting, then a checkpoint: a cancellation that landed
+    # before this point stops the call from starting (I4).
+    await session.mark_started(turn, call)
     turn.running = RunningCall(call, ctx)
     session.emit(
         ev.ToolCallStarted(

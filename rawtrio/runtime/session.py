@@ -30,7 +30,7 @@ from rawtrio.contracts import (
     TurnOutcome,
 )
 from rawtrio.errors import ProviderError, RawtrioError, SessionClosed, TurnInProgress
-from rawtrio.messages import Message, ToolResult, UserMessage
+from rawtrio.messages import Message, ToolCall, ToolResult, UserMessage
 from rawtrio.providers.base import ModelRequest, Provider, ProviderSettings, StreamDone
 from rawtrio.runtime import loop
 from rawtrio.runtime.subscribers import DEFAULT_BUFFER, SubscriberHub, Subscription
@@ -190,6 +190,15 @@ class Session:
         if scope.cancelled_caught:
             raise RawtrioError(f"the session store did not commit within {CLEANUP_DEADLINE_S} s")
         self.context.extend(messages)
+
+    async def mark_started(self, turn: Turn, call: ToolCall) -> None:
+        """Durably note a call is starting; a cancel that landed meanwhile stops it (I4)."""
+        with trio.move_on_after(CLEANUP_DEADLINE_S) as scope:
+            scope.shield = True
+            await self.store.mark_call_started(self.id, turn.id, call.id)
+        if scope.cancelled_caught:
+            raise RawtrioError(f"the session store did not answer within {CLEANUP_DEADLINE_S} s")
+        await trio.lowlevel.checkpoint()
 
     async def commit_user_message(self, turn: Turn) -> None:
         note, self._note = self._note, None

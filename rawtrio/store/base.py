@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from rawtrio.contracts import TurnOutcome
 from rawtrio.events import Event
@@ -86,6 +86,17 @@ class SessionStore(Protocol):
     async def commit(self, session_id: str, turn_id: str, messages: Sequence[Message]) -> None:
         """Append messages to the model context in one durable transaction."""
         ...
+
+    async def mark_call_started(self, session_id: str, turn_id: str, call_id: str) -> None:
+        """Durably note that a call is about to start (crash recovery tells apart calls
+        that may have run, `outcome_unknown`, from calls that never did, `cancelled`)."""
+        ...
+
+    async def get_state(self, session_id: str, key: str) -> Any:
+        """A JSON value stored with the session (e.g. the todo list); None if unset."""
+        ...
+
+    async def set_state(self, session_id: str, key: str, value: Any) -> None: ...
 
     async def end_turn(
         self, session_id: str, turn_id: str, outcome: TurnOutcome, reason: str

@@ -6,10 +6,12 @@ cursors are sequence numbers, commits are atomic list extensions.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import trio
 
@@ -26,6 +28,8 @@ class _Session:
     context: list[Message] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     turns: dict[str, TurnRecord] = field(default_factory=dict)
+    started_calls: set[str] = field(default_factory=set)
+    state: dict[str, Any] = field(default_factory=dict)
 
 
 class MemoryStore:
@@ -100,6 +104,18 @@ class MemoryStore:
         s = self._get(session_id)
         s.context.extend(messages)
         s.record = dataclasses.replace(s.record, updated_at=time.time())
+
+    async def mark_call_started(self, session_id: str, turn_id: str, call_id: str) -> None:
+        await trio.lowlevel.checkpoint()
+        self._get(session_id).started_calls.add(call_id)
+
+    async def get_state(self, session_id: str, key: str) -> Any:
+        await trio.lowlevel.checkpoint()
+        return copy.deepcopy(self._get(session_id).state.get(key))
+
+    async def set_state(self, session_id: str, key: str, value: Any) -> None:
+        await trio.lowlevel.checkpoint()
+        self._get(session_id).state[key] = copy.deepcopy(value)
 
     async def end_turn(
         self, session_id: str, turn_id: str, outcome: TurnOutcome, reason: str
