@@ -14,15 +14,11 @@ from pathlib import Path
 from rawtrio.contracts import DEFAULT_MAX_STEPS, DEFAULT_SIGTERM_GRACE_S
 from rawtrio.errors import NoCredentials, UsageError
 from rawtrio.messages import ProviderKind
+from rawtrio.providers import ENV_KEYS
 from rawtrio.providers.base import ProviderSettings
 from rawtrio.runtime.session import SessionOptions
 from rawtrio.tools.base import ToolSettings
 
-ENV_KEYS: dict[str, str] = {
-    "anthropic": "ANTHROPIC_API_KEY",
-    "openai-chat": "OPENAI_API_KEY",
-    "openai-responses": "OPENAI_API_KEY",
-}
 DEFAULT_MODELS: dict[str, str] = {
     "anthropic": "claude-sonnet-4-5",
     "openai-chat": "gpt-5",
@@ -34,12 +30,12 @@ def provider_settings(args: argparse.Namespace) -> ProviderSettings:
     kind = args.provider or os.environ.get("RAWTRIO_PROVIDER") or "anthropic"
     if kind not in ENV_KEYS:
         raise UsageError(f"RAWTRIO_PROVIDER: expected one of {', '.join(ENV_KEYS)}, got {kind!r}")
-    env_var = ENV_KEYS[kind]
+    provider: ProviderKind = kind
+    env_var = ENV_KEYS[provider]
     key = os.environ.get(env_var, "")
     if not key:
         raise NoCredentials(kind, env_var)
     model = args.model or os.environ.get("RAWTRIO_MODEL") or DEFAULT_MODELS[kind]
-    provider: ProviderKind = kind  # type: ignore[assignment]
     return ProviderSettings(kind=provider, model=model, api_key=key, base_url=args.base_url)
 
 

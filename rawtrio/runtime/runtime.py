@@ -70,7 +70,9 @@ class Runtime:
             record=record,
             options=options,
             store=self.store,
-            provider=self._provider_factory(options.provider),
+            # Building an SDK client imports the SDK (~1 s the first time) and loads TLS
+            # certificates (~40 ms): off the event loop, so other sessions never stall.
+            provider=await trio.to_thread.run_sync(self._provider_factory, options.provider),
             registry=self._registry_factory(options),
             context=await self.store.load_context(session_id),
             last_seq=await self.store.last_seq(session_id),
