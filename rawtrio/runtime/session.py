@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeVar
@@ -182,22 +182,22 @@ class Session:
             max_tokens=self.options.max_output_tokens,
         )
 
-    async def _durably(self, turn: Turn, messages: Sequence[Message]) -> None:
-        """Commit messages in one transaction that a cancellation cannot tear."""
+    async def _store_call(self, call: Callable[[], Awaitable[None]]) -> None:
+        """Run a store write that a cancellation can neither tear nor hang."""
         with trio.move_on_after(CLEANUP_DEADLINE_S) as scope:
             scope.shield = True
-            await self.store.commit(self.id, turn.id, messages)
+            await call()
         if scope.cancelled_caught:
-            raise RawtrioError(f"the session store did not commit within {CLEANUP_DEADLINE_S} s")
+            raise RawtrioError(f"the session store did not answer within {CLEANUP_DEADLINE_S} s")
+
+    async def _durably(self, turn: Turn, messages: Sequence[Message]) -> None:
+        """Commit messages to the model context in one transaction."""
+        await self._store_call(lambda: self.store.commit(self.id, turn.id, messages))
         self.context.extend(messages)
 
     async def mark_started(self, turn: Turn, call: ToolCall) -> None:
         """Durably note a call is starting; a cancel that landed meanwhile stops it (I4)."""
-        with trio.move_on_after(CLEANUP_DEADLINE_S) as scope:
-            scope.shield = True
-            await self.store.mark_call_started(self.id, turn.id, call.id)
-        if scope.cancelled_caught:
-            raise RawtrioError(f"the session store did not answer within {CLEANUP_DEADLINE_S} s")
+        await self._store_call(lambda: self.store.mark_call_started(self.id, turn.id, call.id))
         await trio.lowlevel.checkpoint()
 
     async def commit_user_message(self, turn: Turn) -> None:
