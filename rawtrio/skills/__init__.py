@@ -1,0 +1,28 @@
+"""Skills: folders with a SKILL.md (Agent Skills format) the model loads on demand
+(docs/skills.md)."""
+
+from __future__ import annotations
+
+from rawtrio.skills.catalog import changed_skills, skill_fingerprints, skills_prompt
+from rawtrio.skills.discovery import (
+    Discovery,
+    Skill,
+    SkillError,
+    default_skill_roots,
+    discover_skills,
+    load_skill_file,
+)
+from rawtrio.skills.tool import load_skill_tool
+
+__all__ = [
+    "Discovery",
+    "Skill",
+    "SkillError",
+    "changed_skills",
+    "default_skill_roots",
+    "discover_skills",
+    "load_skill_file",
+    "load_skill_tool",
+    "skill_fingerprints",
+    "skills_prompt",
+]
