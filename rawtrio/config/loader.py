@@ -1,0 +1,339 @@
+"""Finding, reading, merging and validating the configuration files.
+
+Files, lowest precedence first (see docs/configuration.md):
+
+1. built-in defaults (the `RawtrioConfig` field defaults, and an agent named `default`);
+2. the user file: `--config PATH`, else `$RAWTRIO_CONFIG`, else
+   `platformdirs.user_config_path("rawtrio")/config.toml` (optional unless named explicitly);
+3. the project file: the nearest `.rawtrio/config.toml` from the working directory up to the
+   repository root (the nearest folder holding `.git`); applied only when it needs no trust
+   or its folder is trusted (`rawtrio.config.trust`).
+
+Merging: tables merge key by key, the later file winning; arrays are replaced, except
+`permissions` arrays, which are concatenated (user rules first, so project rules win under
+"last match wins"). Relative paths (`variables.*.file`, `agents.*.prompt_file`,
+`mcp_servers.*.cwd`, `skill_dirs`) are taken against the folder of the file that set them.
+
+Each file is validated alone first (so a mistake is reported against the file that made it,
+with indices as written there); the merged result is validated again for what only the
+whole can tell (a required key no file set, cross-references between files).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import platformdirs
+from pydantic import ValidationError
+
+from rawtrio.config.errors import (
+    ConfigFileError,
+    ConfigProblem,
+    Loc,
+    from_error_details,
+    from_validation_error,
+    key_path,
+    problem,
+)
+from rawtrio.config.schema import AgentConfig, RawtrioConfig, ValueRef
+from rawtrio.config.trust import ProjectTrust, TrustStore, file_digest
+
+CONFIG_ENV: Final = "RAWTRIO_CONFIG"
+PROJECT_FILE: Final = Path(".rawtrio") / "config.toml"
+BUILTIN_AGENT: Final = "default"
+#: Problems that another file may fix, so they are only reported for the merged result.
+_WHOLE_ONLY: Final = frozenset({"missing", "value_error"})
+
+SourceOf = Callable[[Loc], str]
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigLayer:
+    kind: Literal["user", "project"]
+    path: Path
+    data: Mapping[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedConfig:
+    config: RawtrioConfig
+    #: The files that were applied, lowest precedence first.
+    layers: tuple[ConfigLayer, ...]
+    project_file: Path | None = None
+    #: Set when a project file exists but was ignored because its folder is not trusted.
+    untrusted_project: ProjectTrust | None = None
+    notices: tuple[str, ...] = ()
+    #: Where each agent's merged permission rules came from ("FILE: agents.x.permissions[i]").
+    rule_origins: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def agent(self, name: str) -> AgentConfig | None:
+        found = self.config.agents.get(name)
+        if found is None and name == BUILTIN_AGENT:
+            return AgentConfig()
+        return found
+
+
+def user_config_path(cli_config: str | None, env: Mapping[str, str]) -> tuple[Path, bool]:
+    """The user file and whether it was named explicitly (then it must exist)."""
+    if cli_config:
+        return Path(cli_config).expanduser(), True
+    if env.get(CONFIG_ENV):
+        return Path(env[CONFIG_ENV]).expanduser(), True
+    return platformdirs.user_config_path("rawtrio") / "config.toml", False
+
+
+def repo_root(cwd: Path) -> Path | None:
+    """The nearest folder at or above `cwd` holding `.git` (a folder or a worktree file)."""
+    for folder in (cwd, *cwd.parents):
+        if (folder / ".git").exists():
+            return folder
+    return None
+
+
+def folders_up_to_root(cwd: Path) -> list[Path]:
+    """`cwd` and its parents up to the repository root; just `cwd` outside a repository."""
+    cwd = cwd.resolve()
+    root = repo_root(cwd)
+    if root is None:
+        return [cwd]
+    out = [cwd]
+    while out[-1] != root:
+        out.append(out[-1].parent)
+    return out
+
+
+def find_project_config(cwd: Path) -> Path | None:
+    for folder in folders_up_to_root(cwd):
+        candidate = folder / PROJECT_FILE
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as f:
+            return tomllib.load(f)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigFileError([problem(path, "", f"invalid TOML: {e}")]) from None
+    except UnicodeDecodeError:
+        raise ConfigFileError([problem(path, "", "invalid TOML: the file is not UTF-8")]) from None
+    except OSError as e:
+        raise ConfigFileError([problem(path, "", f"cannot read the file: {e.strerror}")]) from None
+
+
+def load_config(
+    user_file: Path | None,
+    project_file: Path | None,
+    *,
+    user_file_required: bool = False,
+    trust_store: TrustStore | None = None,
+    trust_project: bool = False,
+) -> LoadedConfig:
+    """Read, check and merge the files. `trust_project` (`--trust`) trusts the project
+    folder for this file's content and remembers it."""
+    layers: list[ConfigLayer] = []
+    if user_file is not None and (user_file_required or user_file.exists()):
+        layers.append(read_layer("user", user_file))
+    notices: list[str] = []
+    untrusted: ProjectTrust | None = None
+    if project_file is not None:
+        layer = read_layer("project", project_file)
+        reasons = needs_trust(layer.data)
+        folder = project_file.parent.parent
+        digest = file_digest(project_file)
+        store = trust_store
+        if not reasons or (store is not None and store.is_trusted(folder, digest)):
+            layers.append(layer)
+        elif trust_project and store is not None:
+            store.trust(folder, digest)
+            layers.append(layer)
+        else:
+            untrusted = ProjectTrust(folder, project_file, digest, reasons)
+            notices.append(untrusted.notice())
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        merged = merge(merged, layer.data)
+    try:
+        config = RawtrioConfig.model_validate(merged)
+    except ValidationError as e:
+        raise from_validation_error(e, RawtrioConfig, _source_finder(layers)) from None
+    problems = list(_cross_references(config, _source_finder(layers)))
+    if problems:
+        raise ConfigFileError(problems)
+    return LoadedConfig(
+        config=config,
+        layers=tuple(layers),
+        project_file=project_file,
+        untrusted_project=untrusted,
+        notices=tuple(notices),
+        rule_origins=_rule_origins(layers),
+    )
+
+
+def read_layer(kind: Literal["user", "project"], path: Path) -> ConfigLayer:
+    data = _absolutize(read_toml(path), path.parent)
+    try:
+        RawtrioConfig.model_validate(data)
+    except ValidationError as e:
+        own = [d for d in e.errors(include_url=False) if d["type"] not in _WHOLE_ONLY]
+        if own:
+            raise from_error_details(own, RawtrioConfig, lambda _: str(path)) from None
+    return ConfigLayer(kind, path, data)
+
+
+def needs_trust(data: Mapping[str, Any]) -> tuple[str, ...]:
+    """What in a (project) file runs code, grants permissions or receives API keys."""
+    reasons: list[str] = []
+    agents = _table(data.get("agents"))
+    if data.get("hooks") or any(_table(a).get("hooks") for a in agents.values()):
+        reasons.append("hooks")
+    if any("command" in _table(v) for v in _table(data.get("variables")).values()):
+        reasons.append("command variables")
+    if data.get("mcp_servers"):
+        reasons.append("mcp_servers")
+    rules = [r for a in agents.values() for r in _list(_table(a).get("permissions"))]
+    if any(_table(r).get("effect") == "allow" for r in rules):
+        reasons.append("allow rules")
+    if any("base_url" in _table(m) for m in _table(data.get("models")).values()):
+        reasons.append("model base_url")
+    return tuple(reasons)
+
+
+def merge(base: Mapping[str, Any], top: Mapping[str, Any]) -> dict[str, Any]:
+    out = dict(base)
+    for key, value in top.items():
+        old = out.get(key)
+        if isinstance(old, dict) and isinstance(value, dict):
+            out[key] = merge(old, value)
+        elif key == "permissions" and isinstance(old, list) and isinstance(value, list):
+            out[key] = [*old, *value]
+        else:
+            out[key] = value
+    return out
+
+
+def _absolutize(data: dict[str, Any], folder: Path) -> dict[str, Any]:
+    def fix(value: Any) -> Any:
+        if not isinstance(value, str) or not value:
+            return value
+        p = Path(value).expanduser()
+        return str(p if p.is_absolute() else folder / p)
+
+    for var in _table(data.get("variables")).values():
+        if isinstance(var, dict) and "file" in var:
+            var["file"] = fix(var["file"])
+    for agent in _table(data.get("agents")).values():
+        if isinstance(agent, dict) and "prompt_file" in agent:
+            agent["prompt_file"] = fix(agent["prompt_file"])
+    for server in _table(data.get("mcp_servers")).values():
+        if isinstance(server, dict) and "cwd" in server:
+            server["cwd"] = fix(server["cwd"])
+    if isinstance(data.get("skill_dirs"), list):
+        data["skill_dirs"] = [fix(d) for d in data["skill_dirs"]]
+    return data
+
+
+def _source_finder(layers: list[ConfigLayer]) -> SourceOf:
+    """The file a merged key came from: the one holding most of its path (later wins)."""
+
+    def source_of(loc: Loc) -> str:
+        best, depth = "defaults", 0
+        for layer in layers:
+            n = max(n for n in range(len(loc) + 1) if _has(layer.data, loc[:n]))
+            if n >= depth and n > 0:
+                best, depth = str(layer.path), n
+        return best if depth else (str(layers[-1].path) if layers else best)
+
+    return source_of
+
+
+def _has(data: Any, loc: Loc) -> bool:
+    for part in loc:
+        if isinstance(data, list) and isinstance(part, int):
+            if part >= len(data):
+                return False
+            data = data[part]
+        elif isinstance(data, dict) and part in data:
+            data = data[part]
+        else:
+            return False
+    return True
+
+
+def _cross_references(config: RawtrioConfig, source_of: SourceOf) -> Iterator[ConfigProblem]:
+    def bad(loc: Loc, expected: str, got: Any) -> ConfigProblem:
+        return problem(source_of(loc), key_path(loc), expected, got)
+
+    models = sorted(config.models)
+    agents = sorted({*config.agents, BUILTIN_AGENT})
+    if config.default_agent not in agents:
+        yield bad(
+            ("default_agent",),
+            f"expected an agent name ({', '.join(agents)})",
+            config.default_agent,
+        )
+    if config.default_model is not None and config.default_model not in config.models:
+        yield bad(
+            ("default_model",),
+            f"expected a name in [models] ({', '.join(models) or 'none defined'})",
+            config.default_model,
+        )
+    for name, agent in config.agents.items():
+        if agent.model is not None and agent.model not in config.models:
+            yield bad(
+                ("agents", name, "model"),
+                f"expected a name in [models] ({', '.join(models) or 'none defined'})",
+                agent.model,
+            )
+        for i, ref in enumerate(agent.mcp_servers):
+            if ref not in config.mcp_servers:
+                yield bad(
+                    ("agents", name, "mcp_servers", i), "expected a name in [mcp_servers]", ref
+                )
+        if agent.prompt_file is not None and not Path(agent.prompt_file).is_file():
+            yield bad(
+                ("agents", name, "prompt_file"), "expected an existing file", agent.prompt_file
+            )
+        for j, hook in enumerate(agent.hooks):
+            yield from _refs(config, hook.env, ("agents", name, "hooks", j, "env"), bad)
+    for j, hook in enumerate(config.hooks):
+        yield from _refs(config, hook.env, ("hooks", j, "env"), bad)
+    for name, model in config.models.items():
+        if model.api_key is not None:
+            yield from _refs(config, {"api_key": model.api_key}, ("models", name), bad)
+    for name, server in config.mcp_servers.items():
+        yield from _refs(config, server.env, ("mcp_servers", name, "env"), bad)
+        yield from _refs(config, server.headers, ("mcp_servers", name, "headers"), bad)
+
+
+def _refs(
+    config: RawtrioConfig, values: Mapping[str, ValueRef], loc: Loc, bad: Any
+) -> Iterator[ConfigProblem]:
+    for key, ref in values.items():
+        if ref.var is not None and ref.var not in config.variables:
+            known = ", ".join(sorted(config.variables)) or "none defined"
+            yield bad((*loc, key, "var"), f"expected a name in [variables] ({known})", ref.var)
+
+
+def _rule_origins(layers: list[ConfigLayer]) -> dict[str, tuple[str, ...]]:
+    origins: dict[str, list[str]] = {}
+    for layer in layers:
+        for name, agent in _table(layer.data.get("agents")).items():
+            for i, _ in enumerate(_list(_table(agent).get("permissions"))):
+                origins.setdefault(name, []).append(
+                    f"{layer.path}: {key_path(('agents', name, 'permissions', i))}"
+                )
+    return {k: tuple(v) for k, v in origins.items()}
+
+
+def _table(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []

@@ -1,0 +1,384 @@
+"""One agent resolved for one session, from flags, `RAWTRIO_*` variables and the files.
+
+Precedence, highest first: command-line flag > `RAWTRIO_*` environment variable > project
+file > user file > built-in default. The variables read here:
+
+    RAWTRIO_CONFIG           the user config file (like --config)
+    RAWTRIO_AGENT            the agent (like --agent)
+    RAWTRIO_MODEL            a model name from [models], or a raw model id (like --model)
+    RAWTRIO_PROVIDER         the provider wire format (like --provider)
+    RAWTRIO_PERMISSION_MODE  default | accept-edits | plan | bypass (like --mode)
+    RAWTRIO_MAX_STEPS        model requests per turn (like --max-steps)
+    RAWTRIO_STATE_DIR        where the trust store lives
+
+The result holds everything the runtime needs; the API key stays a reference until
+`provider_settings()` reads it, so a session that never sends a request never runs a
+variable's command.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, get_args
+
+from rawtrio.config.agents_md import AgentsFiles, find_agents_files
+from rawtrio.config.errors import ConfigFileError, key_path, problem
+from rawtrio.config.loader import (
+    BUILTIN_AGENT,
+    LoadedConfig,
+    find_project_config,
+    load_config,
+    user_config_path,
+)
+from rawtrio.config.schema import (
+    HookConfig,
+    McpServerConfig,
+    PermissionModeName,
+    PermissionRuleConfig,
+    Prices,
+    ProviderName,
+    ValueRef,
+    VariableConfig,
+)
+from rawtrio.config.trust import TrustStore
+from rawtrio.config.variables import VariableError, VariableResolver
+from rawtrio.errors import NoCredentials
+
+if TYPE_CHECKING:
+    from rawtrio.providers.base import ProviderSettings
+
+ENV_AGENT: Final = "RAWTRIO_AGENT"
+ENV_MODEL: Final = "RAWTRIO_MODEL"
+ENV_PROVIDER: Final = "RAWTRIO_PROVIDER"
+ENV_MODE: Final = "RAWTRIO_PERMISSION_MODE"
+ENV_MAX_STEPS: Final = "RAWTRIO_MAX_STEPS"
+#: Used when no model is configured: the provider's default model id.
+BUILTIN_MODEL_IDS: Final[dict[str, str]] = {
+    "anthropic": "claude-sonnet-4-5",
+    "openai-chat": "gpt-5",
+    "openai-responses": "gpt-5",
+}
+API_KEY_ENV: Final[dict[str, str]] = {
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openai-chat": "OPENAI_API_KEY",
+    "openai-responses": "OPENAI_API_KEY",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class CliOverrides:
+    """The flags that override configuration (None: not given)."""
+
+    config: str | None = None
+    agent: str | None = None
+    model: str | None = None
+    provider: str | None = None
+    base_url: str | None = None
+    max_steps: int | None = None
+    permission_mode: str | None = None
+    sigterm_grace: float | None = None
+    trust: bool = False
+    yes: bool = False
+    headless: bool = False
+
+    @classmethod
+    def from_args(cls, args: object) -> CliOverrides:
+        """From an argparse namespace (missing attributes count as not given)."""
+
+        def get(name: str) -> Any:
+            return getattr(args, name, None)
+
+        headless = get("headless")
+        return cls(
+            config=get("config"),
+            agent=get("agent"),
+            model=get("model"),
+            provider=get("provider"),
+            base_url=get("base_url"),
+            max_steps=get("max_steps"),
+            permission_mode=get("permission_mode") or get("mode"),
+            sigterm_grace=get("sigterm_grace"),
+            trust=bool(get("trust")),
+            yes=bool(get("yes")),
+            headless=bool(headless) if headless is not None else get("prompt") is not None,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedModel:
+    #: The name in `[models]`, or None for a built-in default or a raw `--model` id.
+    name: str | None
+    provider: ProviderName
+    model_id: str
+    base_url: str | None
+    #: Where the key comes from; `{env = "<provider's usual variable>"}` when not configured.
+    api_key: ValueRef
+    context_window: int | None = None
+    max_output_tokens: int = 8192
+    prices: Prices | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedAgent:
+    name: str
+    description: str | None
+    model: ResolvedModel
+    agent_prompt: str | None
+    replace_base_prompt: bool
+    agents_md: AgentsFiles
+    tools: tuple[str, ...]
+    permission_rules: tuple[PermissionRuleConfig, ...]
+    #: Where each rule was written, parallel to `permission_rules`.
+    rule_origins: tuple[str, ...]
+    permission_mode: PermissionModeName
+    max_steps: int
+    tool_output_cap: int
+    request_timeout_s: float
+    sigterm_grace_s: float
+    hooks: tuple[HookConfig, ...]
+    skills: tuple[str, ...]
+    skill_dirs: tuple[str, ...]
+    mcp_servers: Mapping[str, McpServerConfig]
+    variables: Mapping[str, VariableConfig]
+    headless: bool
+    assume_yes: bool
+    loaded: LoadedConfig
+
+    @property
+    def notices(self) -> tuple[str, ...]:
+        """Warnings for the user (an untrusted project file, an unreadable AGENTS.md)."""
+        return self.loaded.notices + self.agents_md.notices
+
+    def system_prompt(self, base: str) -> str:
+        """Base prompt + agent prompt + AGENTS.md, fixed when the session is created."""
+        parts = [] if self.replace_base_prompt and self.agent_prompt else [base]
+        if self.agent_prompt:
+            parts.append(self.agent_prompt.strip())
+        if section := self.agents_md.prompt_section():
+            parts.append(section)
+        return "\n\n".join(parts)
+
+    def select_tools(self, tool_ids: Iterable[str]) -> tuple[str, ...]:
+        """The ids the agent's `tools` globs select (`!glob` removes), in the given order."""
+        return select_tools(self.tools, tool_ids)
+
+    async def provider_settings(self, variables: VariableResolver) -> ProviderSettings:
+        """Reads the API key (NoCredentials when the provider's usual variable is unset)."""
+        from rawtrio.providers.base import ProviderSettings
+
+        m = self.model
+        default_env = API_KEY_ENV[m.provider]
+        try:
+            key = await variables.value_of(m.api_key, secret=True, label="api_key")
+        except VariableError:
+            if m.api_key.env is not None:
+                raise NoCredentials(m.provider, m.api_key.env) from None
+            raise
+        if not key:
+            raise NoCredentials(m.provider, m.api_key.env or default_env)
+        return ProviderSettings(
+            kind=m.provider,
+            model=m.model_id,
+            api_key=key,
+            base_url=m.base_url,
+            request_timeout_s=self.request_timeout_s,
+        )
+
+    def describe(self) -> str:
+        """What `rawtrio config check` prints."""
+        m = self.model
+        lines = [f"agent: {self.name}" + (f" — {self.description}" if self.description else "")]
+        lines.append(
+            f"model: {m.name or '(built-in)'} → {m.provider} {m.model_id}"
+            + (f" at {m.base_url}" if m.base_url else "")
+        )
+        key = m.api_key
+        source = f"variable {key.var}" if key.var else f"env {key.env}" if key.env else "literal"
+        lines.append(f"api key: from {source} (not read by config check)")
+        lines.append(f"tools: {', '.join(self.tools)}")
+        lines.append(f"permission mode: {self.permission_mode}")
+        for rule, origin in zip(self.permission_rules, self.rule_origins, strict=False):
+            cond = f" when {rule.when.path} ~ /{rule.when.regex}/" if rule.when else ""
+            lines.append(f"  {rule.effect} {rule.match}{cond}  ({origin})")
+        lines.append(
+            f"max_steps: {self.max_steps}, tool output cap: {self.tool_output_cap}, "
+            f"request timeout: {self.request_timeout_s:g} s"
+        )
+        lines.append(
+            f"hooks: {len(self.hooks)}, MCP servers: {', '.join(self.mcp_servers) or 'none'}"
+        )
+        lines.append(
+            "AGENTS.md: " + (", ".join(str(f.path) for f in self.agents_md.files) or "none")
+        )
+        files = [f"{layer.kind} {layer.path}" for layer in self.loaded.layers]
+        lines.append("config files: " + ("; ".join(files) or "none (built-in defaults)"))
+        lines.extend(f"note: {n}" for n in self.notices)
+        return "\n".join(lines)
+
+
+def select_tools(patterns: Iterable[str], tool_ids: Iterable[str]) -> tuple[str, ...]:
+    patterns = tuple(patterns)
+    chosen = []
+    for tool_id in tool_ids:
+        included = False
+        for p in patterns:
+            negated = p.startswith("!")
+            if fnmatch.fnmatchcase(tool_id, p[1:] if negated else p):
+                included = not negated
+        if included:
+            chosen.append(tool_id)
+    return tuple(chosen)
+
+
+def resolve_session_config(
+    args: object,
+    cwd: Path,
+    env: Mapping[str, str],
+    *,
+    trust_store: TrustStore | None = None,
+) -> ResolvedAgent:
+    """Load the files and resolve the session's agent. ConfigError (exit 2) when bad."""
+    cli = args if isinstance(args, CliOverrides) else CliOverrides.from_args(args)
+    user_file, explicit = user_config_path(cli.config, env)
+    loaded = load_config(
+        user_file,
+        find_project_config(cwd),
+        user_file_required=explicit,
+        trust_store=trust_store if trust_store is not None else TrustStore.default(env),
+        trust_project=cli.trust,
+    )
+    return resolve_agent(loaded, cli, cwd, env)
+
+
+def resolve_agent(
+    loaded: LoadedConfig, cli: CliOverrides, cwd: Path, env: Mapping[str, str]
+) -> ResolvedAgent:
+    config = loaded.config
+    name, name_src = _pick(cli.agent, "--agent", env.get(ENV_AGENT), ENV_AGENT)
+    name = name or config.default_agent
+    agent = loaded.agent(name)
+    if agent is None:
+        known = ", ".join(sorted({*config.agents, BUILTIN_AGENT}))
+        hint = f"; {loaded.untrusted_project.notice()}" if loaded.untrusted_project else ""
+        src = name_src or _file_of(loaded, "default_agent")
+        raise ConfigFileError([problem(src, "", f"expected an agent name ({known}){hint}", name)])
+    mode, mode_src = _pick(cli.permission_mode, "--mode", env.get(ENV_MODE), ENV_MODE)
+    modes = get_args(PermissionModeName)
+    if mode is not None and mode not in modes:
+        raise ConfigFileError([problem(mode_src, "", f"expected one of {', '.join(modes)}", mode)])
+    max_steps = cli.max_steps if cli.max_steps is not None else _env_int(env, ENV_MAX_STEPS)
+    if max_steps is not None and max_steps < 1:
+        raise ConfigFileError(
+            [problem("--max-steps", "", "expected a positive integer", max_steps)]
+        )
+    prompt = agent.system_prompt
+    if agent.prompt_file is not None:
+        try:
+            prompt = Path(agent.prompt_file).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            loc = ("agents", name, "prompt_file")
+            raise ConfigFileError(
+                [
+                    problem(
+                        _file_of(loaded, *loc),
+                        key_path(loc),
+                        f"expected a readable UTF-8 file ({e})",
+                    )
+                ]
+            ) from None
+    mcp = {s: config.mcp_servers[s] for s in agent.mcp_servers}
+    return ResolvedAgent(
+        name=name,
+        description=agent.description,
+        model=_resolve_model(loaded, agent.model, cli, env),
+        agent_prompt=prompt,
+        replace_base_prompt=agent.replace_base_prompt,
+        agents_md=find_agents_files(cwd),
+        tools=tuple(agent.tools),
+        permission_rules=tuple(agent.permissions),
+        rule_origins=loaded.rule_origins.get(name, ()),
+        permission_mode=mode or agent.permission_mode,  # type: ignore[arg-type]
+        max_steps=max_steps or agent.max_steps,
+        tool_output_cap=agent.tool_output_cap,
+        request_timeout_s=agent.request_timeout_s,
+        sigterm_grace_s=cli.sigterm_grace
+        if cli.sigterm_grace is not None
+        else config.sigterm_grace_s,
+        hooks=(*config.hooks, *agent.hooks),
+        skills=tuple(agent.skills),
+        skill_dirs=tuple(config.skill_dirs),
+        mcp_servers=mcp,
+        variables=dict(config.variables),
+        headless=cli.headless,
+        assume_yes=cli.yes,
+        loaded=loaded,
+    )
+
+
+def _resolve_model(
+    loaded: LoadedConfig, agent_model: str | None, cli: CliOverrides, env: Mapping[str, str]
+) -> ResolvedModel:
+    config = loaded.config
+    choice, _ = _pick(cli.model, "--model", env.get(ENV_MODEL), ENV_MODEL)
+    choice = choice or agent_model or config.default_model
+    kind, kind_src = _pick(cli.provider, "--provider", env.get(ENV_PROVIDER), ENV_PROVIDER)
+    providers = get_args(ProviderName)
+    if kind is not None and kind not in providers:
+        raise ConfigFileError(
+            [problem(kind_src, "", f"expected one of {', '.join(providers)}", kind)]
+        )
+    base_url = cli.base_url
+    if choice is not None and choice in config.models:
+        mc = config.models[choice]
+        provider: ProviderName = kind or mc.provider  # type: ignore[assignment]
+        return ResolvedModel(
+            name=choice,
+            provider=provider,
+            model_id=mc.model_id,
+            base_url=base_url or mc.base_url,
+            api_key=mc.api_key or ValueRef(env=API_KEY_ENV[provider]),
+            context_window=mc.context_window,
+            max_output_tokens=mc.max_output_tokens,
+            prices=mc.prices,
+        )
+    provider = kind or "anthropic"  # type: ignore[assignment]
+    return ResolvedModel(
+        name=None,
+        provider=provider,
+        model_id=choice or BUILTIN_MODEL_IDS[provider],
+        base_url=base_url,
+        api_key=ValueRef(env=API_KEY_ENV[provider]),
+    )
+
+
+def _pick(
+    flag: str | None, flag_name: str, env_value: str | None, env_name: str
+) -> tuple[str | None, str]:
+    if flag:
+        return flag, flag_name
+    if env_value:
+        return env_value, env_name
+    return None, ""
+
+
+def _env_int(env: Mapping[str, str], name: str) -> int | None:
+    raw = env.get(name)
+    if not raw:
+        return None
+    try:
+        return int(raw)
+    except ValueError:
+        raise ConfigFileError([problem(name, "", "expected a positive integer", raw)]) from None
+
+
+def _file_of(loaded: LoadedConfig, *loc: str) -> str:
+    for layer in reversed(loaded.layers):
+        data: Any = layer.data
+        for part in loc:
+            data = data.get(part) if isinstance(data, dict) else None
+        if data is not None:
+            return str(layer.path)
+    return "defaults"

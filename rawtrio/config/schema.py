@@ -1,0 +1,234 @@
+"""The configuration file's schema: pydantic models for untrusted TOML (STYLE.md §9).
+
+Every model forbids unknown keys and is strict (no `"1"` → `1` coercion), so a misspelled
+key or a wrong type is an error that `rawtrio.config.errors` turns into one line naming
+the file, the key path and what was expected. The validated models are frozen and handed
+inward as they are; `docs/config.schema.json` is generated from them
+(`python -m rawtrio.config.json_schema`).
+
+Cross-references (an agent's model, a `{var = ...}` reference, an agent's MCP servers) are
+checked by the loader after the files are merged, because one file may name what another
+defines.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
+from pydantic_core import PydanticCustomError
+
+ProviderName = Literal["anthropic", "openai-chat", "openai-responses"]
+PermissionModeName = Literal["default", "accept-edits", "plan", "bypass"]
+Effect = Literal["allow", "ask", "deny"]
+HookEvent = Literal[
+    "session_start", "user_prompt_submit", "pre_tool_use", "post_tool_use", "stop", "session_end"
+]
+
+PositiveInt = Annotated[int, Field(gt=0)]
+PositiveFloat = Annotated[float, Field(gt=0)]
+NonNegativeFloat = Annotated[float, Field(ge=0)]
+NonEmptyStr = Annotated[str, Field(min_length=1)]
+
+#: `a.b`, `edits[*].path`, `items[0]`: keys, array indices and `[*]` for every element.
+ARGUMENT_PATH_RE = re.compile(r"^[A-Za-z_][\w-]*(\[(\*|\d+)\]|\.[A-Za-z_][\w-]*)*$")
+
+
+def _string_or_table(schema: dict[str, Any]) -> None:
+    """JSON Schema of a model that also accepts a plain string (see ValueRef)."""
+    table = dict(schema)
+    title = table.pop("title", None)
+    schema.clear()
+    if title:
+        schema["title"] = title
+    schema["anyOf"] = [{"type": "string"}, table]
+
+
+def _string_or_argv(schema: dict[str, Any]) -> None:
+    argv = {k: schema.pop(k) for k in ("type", "items", "minItems") if k in schema}
+    schema["anyOf"] = [{"type": "string", "minLength": 1}, argv]
+
+
+def _command_argv(value: object) -> object:
+    """`"make lint"` runs through `sh -c`; a list is the argv itself."""
+    return ["sh", "-c", value] if isinstance(value, str) else value
+
+
+#: A program to run: a string (run by `sh -c`) or a non-empty argv list.
+Command = Annotated[
+    list[NonEmptyStr],
+    BeforeValidator(_command_argv),
+    Field(min_length=1, json_schema_extra=lambda s: _string_or_argv(s)),
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+
+
+def _exactly_one(model: BaseModel, names: tuple[str, ...]) -> None:
+    given = [n for n in names if getattr(model, n) is not None]
+    if len(given) != 1:
+        what = "none" if not given else " and ".join(given)
+        raise ValueError(f"expected exactly one of {', '.join(names)}, got {what}")
+
+
+class ValueRef(_Strict):
+    """A string value: a literal (`"text"` or `{value = "text"}`), `{var = "name"}` for a
+    variable of `[variables]`, or `{env = "NAME"}` for an environment variable."""
+
+    model_config = ConfigDict(json_schema_extra=_string_or_table)
+
+    value: str | None = None
+    var: NonEmptyStr | None = None
+    env: NonEmptyStr | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_string(cls, data: object) -> object:
+        return {"value": data} if isinstance(data, str) else data
+
+    @model_validator(mode="after")
+    def _one_source(self) -> ValueRef:
+        _exactly_one(self, ("value", "var", "env"))
+        return self
+
+
+class VariableConfig(_Strict):
+    """A named value, read only when needed and cached for one runtime."""
+
+    value: str | None = None
+    env: NonEmptyStr | None = None
+    #: A file whose text (stripped) is the value; relative to the config file's folder.
+    file: NonEmptyStr | None = None
+    #: A command whose stdout is JSON: a string, or an object picked with `json_key`.
+    command: Command | None = None
+    json_key: NonEmptyStr | None = None
+    timeout_s: PositiveFloat = 10.0
+    #: Re-read after this many seconds; unset keeps the value for the runtime's life.
+    ttl_s: PositiveFloat | None = None
+    #: Redact the value from transcripts, tool output and events.
+    secret: bool = False
+
+    @model_validator(mode="after")
+    def _one_source(self) -> VariableConfig:
+        _exactly_one(self, ("value", "env", "file", "command"))
+        if self.json_key is not None and self.command is None:
+            raise ValueError("json_key applies only to a variable with a command")
+        return self
+
+
+class Prices(_Strict):
+    """Prices in the account's currency per million tokens."""
+
+    input: NonNegativeFloat = 0.0
+    output: NonNegativeFloat = 0.0
+    cache_read: NonNegativeFloat = 0.0
+    cache_write: NonNegativeFloat = 0.0
+
+
+class ModelConfig(_Strict):
+    provider: ProviderName
+    model_id: NonEmptyStr
+    base_url: NonEmptyStr | None = None
+    #: Unset: the provider's usual environment variable (ANTHROPIC_API_KEY, OPENAI_API_KEY).
+    api_key: ValueRef | None = None
+    context_window: PositiveInt | None = None
+    max_output_tokens: PositiveInt = 8192
+    prices: Prices | None = None
+
+
+class WhenConfig(_Strict):
+    #: Where in the call's arguments to look: `command`, `path`, `edits[*].path`.
+    path: Annotated[str, Field(pattern=ARGUMENT_PATH_RE.pattern)]
+    #: A Python regular expression searched in each value found there.
+    regex: str
+
+    @model_validator(mode="after")
+    def _compiles(self) -> WhenConfig:
+        try:
+            re.compile(self.regex)
+        except re.error as e:
+            raise PydanticCustomError(
+                "regex_invalid",
+                "regex: expected a valid regular expression ({error})",
+                {"error": str(e)},
+            ) from None
+        return self
+
+
+class PermissionRuleConfig(_Strict):
+    #: A glob over tool ids: `bash`, `mcp/github/*`, `*`.
+    match: NonEmptyStr
+    effect: Effect
+    when: WhenConfig | None = None
+
+
+class HookConfig(_Strict):
+    event: HookEvent
+    #: Tool id glob, for the tool events.
+    match: NonEmptyStr = "*"
+    command: Command
+    timeout_s: PositiveFloat = 30.0
+    env: dict[str, ValueRef] = Field(default_factory=dict)
+
+
+class McpServerConfig(_Strict):
+    """An MCP server: a `command` started over stdio, or a streamable-HTTP `url`."""
+
+    command: Command | None = None
+    url: NonEmptyStr | None = None
+    cwd: NonEmptyStr | None = None
+    env: dict[str, ValueRef] = Field(default_factory=dict)
+    headers: dict[str, ValueRef] = Field(default_factory=dict)
+    startup_timeout_s: PositiveFloat = 30.0
+    call_timeout_s: PositiveFloat = 600.0
+
+    @model_validator(mode="after")
+    def _one_transport(self) -> McpServerConfig:
+        _exactly_one(self, ("command", "url"))
+        return self
+
+
+class AgentConfig(_Strict):
+    description: str | None = None
+    #: A name in `[models]`; unset: `default_model`, else the built-in default.
+    model: NonEmptyStr | None = None
+    system_prompt: str | None = None
+    #: A file holding the agent's prompt; relative to the config file's folder.
+    prompt_file: NonEmptyStr | None = None
+    #: Replace rawtrio's base prompt instead of adding to it.
+    replace_base_prompt: bool = False
+    #: Tool id globs; `!glob` removes. Evaluated in order.
+    tools: list[NonEmptyStr] = Field(default_factory=lambda: ["*"])
+    permissions: list[PermissionRuleConfig] = Field(default_factory=list)
+    permission_mode: PermissionModeName = "default"
+    hooks: list[HookConfig] = Field(default_factory=list)
+    skills: list[NonEmptyStr] = Field(default_factory=lambda: ["*"])
+    mcp_servers: list[NonEmptyStr] = Field(default_factory=list)
+    max_steps: PositiveInt = 50
+    tool_output_cap: PositiveInt = 30_000
+    request_timeout_s: PositiveFloat = 600.0
+
+    @model_validator(mode="after")
+    def _one_prompt(self) -> AgentConfig:
+        if self.system_prompt is not None and self.prompt_file is not None:
+            raise ValueError("expected at most one of system_prompt, prompt_file, got both")
+        return self
+
+
+class RawtrioConfig(_Strict):
+    """The whole file. Every table is optional; an empty file is valid."""
+
+    default_agent: NonEmptyStr = "default"
+    default_model: NonEmptyStr | None = None
+    sigterm_grace_s: NonNegativeFloat = 2.0
+    models: dict[str, ModelConfig] = Field(default_factory=dict)
+    agents: dict[str, AgentConfig] = Field(default_factory=dict)
+    variables: dict[str, VariableConfig] = Field(default_factory=dict)
+    mcp_servers: dict[str, McpServerConfig] = Field(default_factory=dict)
+    #: Hooks for every agent, run before the agent's own.
+    hooks: list[HookConfig] = Field(default_factory=list)
+    #: Extra folders to look for skills in.
+    skill_dirs: list[NonEmptyStr] = Field(default_factory=list)
