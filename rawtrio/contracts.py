@@ -67,6 +67,8 @@ BUILTIN_TOOL_NAMES: Final = (
     "bash",
     "todo_write",
     "todo_read",
+    "bash_output",
+    "bash_stop",
 )
 
 #: Names sent to providers must match this (the strictest of the three APIs).

@@ -157,6 +157,15 @@ class Notice(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class PlanUpdated(Event):
+    """The session's task list changed (todo_write); front ends show it as a plan."""
+
+    type: ClassVar[str] = "plan_updated"
+    #: ({"id", "content", "status"}, …); status is pending | in_progress | completed.
+    items: FrozenJSON = field(default_factory=empty)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TurnEnded(Event):
     """The one terminal event of a turn (I2)."""
 
@@ -184,6 +193,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         PermissionAnswered,
         Usage,
         Notice,
+        PlanUpdated,
         TurnEnded,
     )
 }

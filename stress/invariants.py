@@ -16,7 +16,8 @@ each naming its invariant and saying what was wrong in a sentence. The checks ar
   `RAWTRIO_SESSION=<session id>` is left.
 - **I5 honest results** — a cancelled result with `started=True` has `elapsed_s` and, for
   bash, how the command ended and its partial output; a result with `started=False` had
-  no `ToolCallStarted`; a call that did start never claims `started=False`.
+  no `ToolCallStarted`; a call that did start never claims `started=False` unless its
+  handler says it was cut before starting anything (content "not started: …").
 """
 
 from __future__ import annotations
@@ -230,7 +231,9 @@ def _i5_honest_results(obs: Observation) -> list[Violation]:
         if not isinstance(r, ToolResult):
             continue
         where = f"result of {r.name} ({r.call_id})"
-        if r.call_id in started_ids and not r.started:
+        # A handler may begin (ToolCallStarted) and be cut before it started anything;
+        # it then says so explicitly ("not started: …") — that is the honest answer.
+        if r.call_id in started_ids and not r.started and not r.content.startswith("not started"):
             out.append(Violation("I5", f"{where} says started=False but the call started"))
         if r.status is not ToolStatus.CANCELLED:
             continue

@@ -147,3 +147,13 @@ SCENARIOS: Final[dict[str, StressScenario]] = {s.name: s for s in (STREAM, TOOL,
 
 def required_text(required: frozenset[str]) -> str:
     return " or ".join(sorted(required))
+
+
+def _register_tool_scenarios() -> None:
+    """The process-starting tool scenarios live in their own module (stress/scenarios_tools.py)."""
+    from stress.scenarios_tools import TOOL_SCENARIOS
+
+    SCENARIOS.update(TOOL_SCENARIOS)
+
+
+_register_tool_scenarios()

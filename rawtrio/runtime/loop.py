@@ -99,6 +99,8 @@ async def run_call(session: Session, turn: Turn, call: ToolCall) -> ToolResult:
         cwd=session.cwd,
         settings=session.options.tools,
         emit_output=LiveOutput(session, turn.id, call.id, session.options.tools.output_cap),
+        jobs=session.jobs,
+        plan=session.plan,
     )
     # Durably marks the call as starting, then a checkpoint: a cancellation that landed
     # before this point stops the call from starting (I4).

@@ -15,6 +15,7 @@ from rawtrio.runtime.prompt import system_prompt
 from rawtrio.runtime.session import Session, SessionOptions
 from rawtrio.store.base import SessionStore
 from rawtrio.tools.registry import ToolRegistry
+from rawtrio.tools.subreaper import become_child_subreaper
 
 ProviderFactory = Callable[[ProviderSettings], Provider]
 RegistryFactory = Callable[[SessionOptions], ToolRegistry]
@@ -29,7 +30,7 @@ def _default_provider(settings: ProviderSettings) -> Provider:
 def _default_registry(options: SessionOptions) -> ToolRegistry:
     from rawtrio.tools.builtin import builtin_registry
 
-    return builtin_registry()
+    return builtin_registry(options.tools)
 
 
 class Runtime:
@@ -97,6 +98,9 @@ async def open_runtime(
     provider_factory: ProviderFactory = _default_provider,
     registry_factory: RegistryFactory = _default_registry,
 ) -> AsyncIterator[Runtime]:
+    # Re-parented descendants of tool processes (double fork, setsid) become our children,
+    # so they can be found and ended (Linux; a no-op elsewhere).
+    become_child_subreaper()
     with collapse_group():
         async with trio.open_nursery() as nursery:
             runtime = Runtime(nursery, store, provider_factory, registry_factory)

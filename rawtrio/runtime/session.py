@@ -30,13 +30,17 @@ from rawtrio.contracts import (
     TurnOutcome,
 )
 from rawtrio.errors import ProviderError, RawtrioError, SessionClosed, TurnInProgress
+from rawtrio.frozen import freeze
 from rawtrio.messages import Message, ToolCall, ToolResult, UserMessage
 from rawtrio.providers.base import ModelRequest, Provider, ProviderSettings, StreamDone
 from rawtrio.runtime import loop
 from rawtrio.runtime.subscribers import DEFAULT_BUFFER, SubscriberHub, Subscription
 from rawtrio.runtime.turn import Turn
 from rawtrio.store.base import SessionRecord, SessionStore
+from rawtrio.tools.background import BackgroundJobs, open_background_jobs
 from rawtrio.tools.base import ToolSettings
+from rawtrio.tools.todo import STATE_KEY as PLAN_STATE_KEY
+from rawtrio.tools.todo import Plan, TodoItem, plan_from_json, plan_to_json
 
 if TYPE_CHECKING:
     from rawtrio.tools.registry import ToolRegistry
@@ -85,15 +89,23 @@ class Session:
         self._close_requested = trio.Event()
         self._finished = trio.Event()
         self._nursery: trio.Nursery | None = None
+        self.jobs: BackgroundJobs | None = None
+        self.plan: Plan | None = None
 
     # --- lifecycle (owned by the Runtime's nursery) ----------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         try:
             async with trio.open_nursery() as nursery:
-                self._nursery = nursery
-                task_status.started()
-                await self._close_requested.wait()
+                # Leaving the jobs block (session closing) stops every background process,
+                # then ends any process still marked with this session's id.
+                async with open_background_jobs(self.id, self.options.tools) as jobs:
+                    self.jobs = jobs
+                    saved = await self.store.get_state(self.id, PLAN_STATE_KEY)
+                    self.plan = Plan(plan_from_json(saved), on_change=self._plan_changed)
+                    self._nursery = nursery
+                    task_status.started()
+                    await self._close_requested.wait()
                 nursery.cancel_scope.cancel(reason="session closed")
         finally:
             with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
@@ -101,6 +113,13 @@ class Session:
                 await self.provider.aclose()
             self._hub.close_all()
             self._finished.set()
+
+    async def _plan_changed(self, items: tuple[TodoItem, ...]) -> None:
+        value = plan_to_json(items)
+        await self.store.set_state(self.id, PLAN_STATE_KEY, value)
+        self.emit(
+            ev.PlanUpdated(session_id=self.id, turn_id=self.running_turn, items=freeze(value))
+        )
 
     async def close(self, reason: str = "session closed") -> None:
         """Cancel the running turn (it records its outcome), then stop everything."""

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rawtrio.contracts import (
     DEFAULT_SIGTERM_GRACE_S,
@@ -24,6 +24,11 @@ from rawtrio.contracts import (
     ToolStatus,
 )
 from rawtrio.frozen import FrozenJSON, empty, freeze
+
+if TYPE_CHECKING:
+    from rawtrio.tools.backend import Backend
+    from rawtrio.tools.background import BackgroundJobs
+    from rawtrio.tools.todo import Plan
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,8 +61,14 @@ class ToolSettings:
     output_cap: int = DEFAULT_TOOL_OUTPUT_CAP
     sigterm_grace_s: float = DEFAULT_SIGTERM_GRACE_S
     bash_timeout_s: float = 120.0
-    #: Environment variables removed from every child process.
-    strip_env: tuple[str, ...] = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+    #: Environment variables removed from every child process (shell-style patterns).
+    strip_env: tuple[str, ...] = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "*_API_KEY")
+    #: Secret values (from config) that command output must never show; replaced by
+    #: `[redacted]` in results, live output and cancel reports.
+    secrets: tuple[str, ...] = ()
+    #: Refuse file-tool paths that resolve outside the working directory (symlinks
+    #: included). Off by default; it is a guard against mistakes, not a sandbox.
+    confine: bool = False
 
 
 class ToolContext:
@@ -72,6 +83,9 @@ class ToolContext:
         settings: ToolSettings,
         emit_output: Callable[[str], None] | None = None,
         env: Mapping[str, str] | None = None,
+        backend: Backend | None = None,
+        jobs: BackgroundJobs | None = None,
+        plan: Plan | None = None,
     ) -> None:
         self.session_id = session_id
         self.call_id = call_id
@@ -79,6 +93,16 @@ class ToolContext:
         self.settings = settings
         self._emit_output = emit_output
         self.env = env
+        if backend is None:
+            from rawtrio.tools.backend import LOCAL
+
+            backend = LOCAL
+        #: Where file access and process execution go (local, or an editor over ACP).
+        self.backend: Backend = backend
+        #: The session's background processes; None where the session offers none.
+        self.jobs = jobs
+        #: The session's task list; None where the session keeps none.
+        self.plan = plan
         self.cancel_report: CancelReport | None = None
 
     def output(self, text: str) -> None:

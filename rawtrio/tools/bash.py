@@ -22,12 +22,8 @@ import trio
 from rawtrio.contracts import ToolStatus
 from rawtrio.frozen import freeze
 from rawtrio.tools.base import Tool, ToolContext, ToolOutput, ToolSettings
-from rawtrio.tools.process_group import (
-    EndedBy,
-    ProcessResult,
-    ProcessWatch,
-    run_in_process_group,
-)
+from rawtrio.tools.process_group import EndedBy, ProcessResult, ProcessWatch
+from rawtrio.tools.redact import Redactor, StreamRedactor
 
 #: The longest timeout the model may ask for.
 MAX_TIMEOUT_S: Final = 3600.0
@@ -46,7 +42,10 @@ commands that prompt for input will fail or hang until the timeout. Pass flags s
 next call. Chain dependent steps with `&&`.
 - Long output is cut: you get the beginning and the end with the middle elided. Narrow \
 it with grep, head or tail, or write it to a file and read parts of it.
-- Processes started in the background (`cmd &`) are stopped when the command finishes.
+- Everything the command starts is stopped when it finishes, including `cmd &`, \
+`nohup` and daemons. For a server or watcher that must keep running, set \
+`background: true`: you get a job id at once; read its output with bash_output and stop \
+it with bash_stop.
 - Prefer the read_file, write_file and edit_file tools to cat, sed or echo redirection \
 for reading and changing files.
 """
@@ -58,6 +57,8 @@ def bash_tool(settings: ToolSettings | None = None) -> Tool:
     described_timeout = (settings or ToolSettings()).bash_timeout_s
 
     async def handler(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
+        if args.get("background"):
+            return await start_background(ctx, str(args["command"]))
         requested = args.get("timeout_s") or ctx.settings.bash_timeout_s
         timeout_s = min(float(requested), MAX_TIMEOUT_S)
         return await run_bash(ctx, str(args["command"]), timeout_s)
@@ -69,6 +70,13 @@ def bash_tool(settings: ToolSettings | None = None) -> Tool:
                 "type": "string",
                 "minLength": 1,
                 "description": "The shell command to run (bash syntax).",
+            },
+            "background": {
+                "type": "boolean",
+                "description": (
+                    "Start the command as a background job and return its id at once "
+                    "(default false). It runs until it exits, bash_stop, or the session ends."
+                ),
             },
             "timeout_s": {
                 "type": "number",
@@ -97,51 +105,85 @@ def shell_argv(command: str) -> list[str]:
     return [bash, "-c", command] if bash else ["/bin/sh", "-c", command]
 
 
+def command_env(ctx: ToolContext) -> dict[str, str]:
+    return {**(ctx.env if ctx.env is not None else os.environ), **_NON_INTERACTIVE_ENV}
+
+
 async def run_bash(ctx: ToolContext, command: str, timeout_s: float) -> ToolOutput:
     settings = ctx.settings
-    env = {**(ctx.env if ctx.env is not None else os.environ), **_NON_INTERACTIVE_ENV}
+    redactor = Redactor(settings.secrets)
+    live = StreamRedactor(redactor, ctx.output)
     watch = ProcessWatch()
     try:
-        result = await run_in_process_group(
+        result = await ctx.backend.proc.run(
             shell_argv(command),
             cwd=ctx.cwd,
             session_id=ctx.session_id,
             output_cap=settings.output_cap,
             grace_s=settings.sigterm_grace_s,
             timeout_s=timeout_s,
-            on_output=ctx.output,
-            env=env,
+            on_output=live,
+            env=command_env(ctx),
             strip_env=settings.strip_env,
             watch=watch,
+            call_marker=f"{ctx.session_id}/{ctx.call_id}/{os.urandom(4).hex()}",
         )
     except trio.Cancelled:
-        _report_cancel(ctx, watch)
+        live.flush()
+        _report_cancel(ctx, watch, redactor)
         raise
     except OSError as e:
-        return ToolOutput.error(f"could not start the command: {e.strerror or e}")
+        return ToolOutput.error(
+            f"not started: could not start the command: {e.strerror or e}", started=False
+        )
+    live.flush()
     details = _details(result)
+    body = redactor.redact(_body(result))
     if result.ended_by is EndedBy.TIMEOUT:
-        text = f"{_body(result)}\n[timed out after {_secs(timeout_s)} s; {_how(result)}]"
+        text = f"{body}\n[started and timed out after {_secs(timeout_s)} s; {_how(result)}]"
         return ToolOutput(ToolStatus.TIMED_OUT, text, freeze(details))
-    text = f"{_body(result)}\n[{result.status_text}]"
+    text = f"{body}\n[{result.status_text}]"
     if result.exit_code == 0:
         return ToolOutput.ok(text, **details)
     return ToolOutput.error(text, **details)
 
 
-def _report_cancel(ctx: ToolContext, watch: ProcessWatch) -> None:
+async def start_background(ctx: ToolContext, command: str) -> ToolOutput:
+    if ctx.jobs is None:
+        return ToolOutput.error(
+            "not started: this session cannot run background jobs; run the command in the "
+            "foreground (with a timeout_s) instead",
+            started=False,
+        )
+    try:
+        job = await ctx.jobs.start(
+            shell_argv(command), command=command, cwd=ctx.cwd, env=command_env(ctx)
+        )
+    except (OSError, RuntimeError) as e:
+        reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
+        return ToolOutput.error(f"not started: {reason}", started=False)
+    return ToolOutput.ok(
+        f"started background job {job.id} (pid {job.watch.pid}). Read its output with "
+        f"bash_output (job_id {job.id!r}); stop it with bash_stop.",
+        job_id=job.id,
+        pid=job.watch.pid,
+    )
+
+
+def _report_cancel(ctx: ToolContext, watch: ProcessWatch, redactor: Redactor) -> None:
     result = watch.result
     if result is None:
-        ctx.report_cancelled("command cancelled before it started", started=False)
+        ctx.report_cancelled("not started: cancelled before the command started", started=False)
         return
     how = result.stopped_with
     if how is None:
         state = f"it had already finished ({result.status_text})"
     else:
         state = f"it was running and was stopped with {how}; {result.status_text}"
-    partial = result.output if result.output else "(none)"
+    partial = redactor.redact(result.output) if result.output else "(none)"
     ctx.report_cancelled(
-        f"command cancelled after {_secs(result.elapsed_s)} s; {state}; partial output:\n{partial}",
+        f"started and cancelled after {_secs(result.elapsed_s)} s; {state}; "
+        f"partial output:\n{partial}",
         **_details(result),
     )
 

@@ -1,7 +1,7 @@
 """The built-in tools, registered through the same `register()` path as any extension.
 
-More built-ins (`list_dir`, `glob`, `grep`, `todo_write`, `todo_read`) join this list as
-they are written; their names are fixed in `rawtrio.contracts.BUILTIN_TOOL_NAMES`.
+Their names are fixed in `rawtrio.contracts.BUILTIN_TOOL_NAMES`, plus `bash_output` and
+`bash_stop` for background jobs.
 """
 
 from __future__ import annotations
@@ -9,11 +9,16 @@ from __future__ import annotations
 from collections.abc import Callable, Collection
 from typing import Final
 
+from rawtrio.tools.background_tools import bash_output_tool, bash_stop_tool
 from rawtrio.tools.base import Tool, ToolSettings
 from rawtrio.tools.bash import bash_tool
 from rawtrio.tools.edit_file import edit_file_tool
+from rawtrio.tools.glob_files import glob_tool
+from rawtrio.tools.grep import grep_tool
+from rawtrio.tools.list_dir import list_dir_tool
 from rawtrio.tools.read_file import read_file_tool
 from rawtrio.tools.registry import ToolRegistry
+from rawtrio.tools.todo import todo_read_tool, todo_write_tool
 from rawtrio.tools.write_file import write_file_tool
 
 #: The built-ins available now, in the order the model is told about them.
@@ -21,7 +26,14 @@ _FACTORIES: Final[dict[str, Callable[[ToolSettings], Tool]]] = {
     "read_file": lambda _settings: read_file_tool(),
     "write_file": lambda _settings: write_file_tool(),
     "edit_file": lambda _settings: edit_file_tool(),
+    "list_dir": lambda _settings: list_dir_tool(),
+    "glob": lambda _settings: glob_tool(),
+    "grep": lambda _settings: grep_tool(),
     "bash": bash_tool,
+    "bash_output": lambda _settings: bash_output_tool(),
+    "bash_stop": lambda _settings: bash_stop_tool(),
+    "todo_write": lambda _settings: todo_write_tool(),
+    "todo_read": lambda _settings: todo_read_tool(),
 }
 
 AVAILABLE_BUILTINS: Final = tuple(_FACTORIES)

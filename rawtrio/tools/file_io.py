@@ -9,6 +9,7 @@ of one. A symlink is written through (its target is replaced, the link stays).
 from __future__ import annotations
 
 import contextlib
+import difflib
 import errno
 import os
 import secrets
@@ -101,3 +102,30 @@ def display_path(path: Path, cwd: Path) -> str:
         return str(path.relative_to(cwd))
     except ValueError:
         return str(path)
+
+
+def unified_diff(before: str, after: str, shown: str, cap: int) -> str:
+    """A unified diff of two texts, cut at `cap` characters."""
+    lines = difflib.unified_diff(
+        before.splitlines(keepends=True),
+        after.splitlines(keepends=True),
+        fromfile=f"a/{shown}",
+        tofile=f"b/{shown}",
+    )
+    diff = "".join(line if line.endswith("\n") else line + "\n" for line in lines)
+    if len(diff) > cap:
+        diff = diff[:cap] + f"\n[... diff cut at {cap} characters ...]\n"
+    return diff.rstrip("\n")
+
+
+def decode_for_edit(data: bytes, shown: str) -> str:
+    """`data` as text; FileToolError when it is binary or not UTF-8."""
+    if is_binary(data):
+        raise FileToolError(f"{shown} looks like a binary file (it contains NUL bytes)")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise FileToolError(
+            f"{shown} is not valid UTF-8 text (undecodable byte at offset {e.start}); "
+            f"it cannot be edited safely with the file tools"
+        ) from None

@@ -31,10 +31,12 @@ from __future__ import annotations
 import codecs
 import contextlib
 import enum
+import fnmatch
 import math
 import os
 import signal
 import subprocess
+import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,9 +46,15 @@ import trio
 
 from rawtrio.contracts import CLEANUP_DEADLINE_S, DEFAULT_SIGTERM_GRACE_S, DEFAULT_TOOL_OUTPUT_CAP
 from rawtrio.tools.bounded_output import BoundedOutput
-
-#: Set in every child's environment: the id of the session that started it.
-SESSION_ENV_VAR: Final = "RAWTRIO_SESSION"
+from rawtrio.tools.subreaper import CALL_ENV_VAR as CALL_ENV_VAR
+from rawtrio.tools.subreaper import SESSION_ENV_VAR as SESSION_ENV_VAR
+from rawtrio.tools.subreaper import (
+    is_alive,
+    marked_processes,
+    process_state,
+    reap_if_child,
+    signal_pids,
+)
 
 _READ_SIZE: Final = 65536
 #: How long to wait for the pipe's end of file once the group is done or stopped.
@@ -121,14 +129,22 @@ def signal_name(signum: int) -> str:
 
 
 def child_environment(
-    base: Mapping[str, str] | None, *, session_id: str, strip: Iterable[str] = ()
+    base: Mapping[str, str] | None,
+    *,
+    session_id: str,
+    strip: Iterable[str] = (),
+    call_marker: str | None = None,
 ) -> dict[str, str]:
-    """The environment for a child: `base` (default os.environ) minus `strip`, plus the
-    session marker."""
+    """The environment for a child: `base` (default os.environ) minus the variables named
+    in `strip` (shell-style patterns such as `*_API_KEY` allowed), plus the markers."""
     env = dict(os.environ if base is None else base)
-    for name in strip:
-        env.pop(name, None)
+    patterns = tuple(strip)
+    for name in list(env):
+        if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns):
+            del env[name]
     env[SESSION_ENV_VAR] = session_id
+    if call_marker is not None:
+        env[CALL_ENV_VAR] = call_marker
     return env
 
 
@@ -144,12 +160,18 @@ async def run_in_process_group(
     env: Mapping[str, str] | None = None,
     strip_env: Iterable[str] = (),
     watch: ProcessWatch | None = None,
+    call_marker: str | None = None,
+    on_started: Callable[[], None] | None = None,
 ) -> ProcessResult:
     """Run `argv` to completion or timeout; see the module docstring for the endings.
 
+    `call_marker` (default: a fresh random one) is put in the child's environment as
+    `RAWTRIO_CALL`; descendants carrying it that escaped the group are ended with it.
+    `on_started` is called once the process exists (e.g. a `task_status.started`).
     Raises OSError when the program cannot be started (missing program or cwd).
     """
     watch = watch if watch is not None else ProcessWatch()
+    marker = call_marker if call_marker is not None else uuid.uuid4().hex
     output = BoundedOutput(output_cap)
     proc = await trio.lowlevel.open_process(
         list(argv),
@@ -157,14 +179,16 @@ async def run_in_process_group(
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         cwd=cwd,
-        env=child_environment(env, session_id=session_id, strip=strip_env),
+        env=child_environment(env, session_id=session_id, strip=strip_env, call_marker=marker),
         start_new_session=True,
     )
     # No checkpoint between the start and the `try`: a cancel cannot leak the process.
-    run = _GroupRun(proc, output, on_output, grace_s)
+    run = _GroupRun(proc, output, on_output, grace_s, marker)
     watch.pid, watch.started_at, watch.output = proc.pid, run.started_at, output
     ended_by = EndedBy.CANCEL  # unless the wait below finishes
     try:
+        if on_started is not None:
+            on_started()
         with trio.move_on_after(math.inf if timeout_s is None else timeout_s) as timeout:
             await run.until_leader_exits()
         # The leader may have exited just before the deadline cut the drain short.
@@ -185,8 +209,12 @@ class _GroupRun:
         output: BoundedOutput,
         on_output: Callable[[str], None] | None,
         grace_s: float,
+        marker: str,
     ) -> None:
         assert proc.stdout is not None
+        self.marker = marker
+        #: Marked processes outside the group's reach (escaped with setsid), once seen.
+        self.escaped: set[int] = set()
         self.proc = proc
         self.pgid = proc.pid  # start_new_session: the leader's pid is the group id
         self.stdout = proc.stdout
@@ -232,14 +260,19 @@ class _GroupRun:
         async with trio.open_nursery() as nursery:
             if not self.eof.is_set():
                 nursery.start_soon(self.read_output)
+            self._find_escaped()
             if self.proc.returncode is None or self._members_alive():
                 self.sigterm_sent = self._signal_group(signal.SIGTERM)
                 with trio.move_on_after(self.grace_s):
                     await self.proc.wait()
                     await self._until_members_gone()
+                self._find_escaped()
                 if self.proc.returncode is None or self._members_alive():
                     self.killed = self._signal_group(signal.SIGKILL)
             await self.proc.wait()
+            with trio.move_on_after(self.grace_s):
+                await self._until_members_gone()  # SIGKILLed escapees take a moment
+            reap_if_child(self.escaped)
             with trio.move_on_after(_DRAIN_S):
                 await self.eof.wait()
             nursery.cancel_scope.cancel(reason="process group stopped")
@@ -252,16 +285,29 @@ class _GroupRun:
                 return
             await trio.sleep(_POLL_S)
 
+    def _find_escaped(self) -> None:
+        """Remember marked processes outside the group (the group is signalled as one, so
+        that its members all get the signal at once)."""
+        for pid in marked_processes(CALL_ENV_VAR, self.marker):
+            state = process_state(pid)
+            if pid != self.proc.pid and state is not None and state[2] != self.pgid:
+                self.escaped.add(pid)
+
     def _signal_group(self, sig: signal.Signals) -> bool:
+        live = [p for p in self.escaped if is_alive(p)]
         try:
             os.killpg(self.pgid, sig)
         except ProcessLookupError:
-            return False
+            signal_pids(live, sig)
+            return bool(live)
+        signal_pids(live, sig)
         return True
 
     def _members_alive(self) -> bool:
-        """Whether a process of the group other than a zombie exists (the leader included
-        until it is reaped)."""
+        """Whether a process of the group or an escaped one, other than a zombie, exists
+        (the leader included until it is reaped)."""
+        if any(is_alive(p) for p in self.escaped):
+            return True
         try:
             os.killpg(self.pgid, 0)
         except ProcessLookupError:

@@ -1,62 +1,92 @@
-"""The `read_file` tool: numbered lines of a text file, a window at a time.
+"""The `read_file` tool: numbered lines of one or more text files, a window at a time.
 
-The file is read in a worker thread, line by line, so a huge file costs neither memory
-nor event-loop time; the thread checks for cancellation every few thousand lines, so a
-cancelled turn does not leave it scanning (invariant I4). Output stops at the line limit
-or the output cap, and ends with the offset to continue from.
+Each window ends with a footer giving the lines shown, the file's line count and the
+SHA-256 of the exact bytes of those lines (terminators included, long lines uncut). The
+hash is what `edit_file`'s `replace_lines` mode checks against the file as it is at edit
+time, so an edit based on a stale read is refused. Reading goes through
+`ctx.backend.fs`, line by line in a worker thread that checks for cancellation (I4), so
+a huge file costs neither memory nor event-loop time; output is bounded by the output
+cap, shared by all files of a call.
 """
 
 from __future__ import annotations
 
-import functools
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+import difflib
+import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, BinaryIO, Final
+from typing import Any, Final
 
-import trio
-
+from rawtrio.contracts import ToolStatus
 from rawtrio.frozen import freeze
+from rawtrio.tools.backend import MAX_LINE_BYTES, LineWindow
 from rawtrio.tools.base import Tool, ToolContext, ToolOutput
-from rawtrio.tools.file_io import SNIFF_BYTES, describe_os_error, display_path, is_binary
+from rawtrio.tools.file_io import FileToolError, describe_os_error, display_path
+from rawtrio.tools.paths import resolve_path
 
 DEFAULT_LIMIT: Final = 2000
-#: Lines longer than this (in characters) are cut in the output.
-MAX_LINE_CHARS: Final = 2000
-_MAX_LINE_BYTES: Final = 4 * MAX_LINE_CHARS
-_CANCEL_CHECK_EVERY: Final = 4096
+MAX_FILES: Final = 20
+
+_MAGIC: Final = (
+    (b"\x89PNG", "PNG image"),
+    (b"\xff\xd8\xff", "JPEG image"),
+    (b"GIF8", "GIF image"),
+    (b"%PDF", "PDF document"),
+    (b"PK\x03\x04", "zip archive (or a format based on zip)"),
+    (b"\x7fELF", "ELF executable or library"),
+    (b"\x1f\x8b", "gzip archive"),
+    (b"SQLite format 3", "SQLite database"),
+)
 
 DESCRIPTION: Final = f"""\
-Read a text file and return its lines, each prefixed with its line number and a tab \
-(the prefix is not part of the file).
+Read text files. Each line is prefixed with its line number and a tab (the prefix is \
+not part of the file); each file ends with a footer such as \
+`[lines 1-40 of 40; sha256=…]`.
 
-- `path` is absolute or relative to the working directory.
-- By default up to {DEFAULT_LIMIT} lines are returned from the start. For longer files, \
-use `offset` (the 1-based line to start at) and `limit` (how many lines) to read the rest; \
-the result says where to continue.
-- Lines longer than {MAX_LINE_CHARS} characters are cut.
-- Binary files are refused; text that is not valid UTF-8 is shown with \
-replacement characters.
-- Read a file before editing it, and copy text for edit_file exactly, without the \
-line-number prefixes.
+- Give `path` for one file, or `files` (up to {MAX_FILES}) to read several at once. Paths \
+are absolute or relative to the working directory.
+- By default up to {DEFAULT_LIMIT} lines are returned from line 1. Use `offset` (1-based \
+first line) and `limit` (number of lines) for a range; when output is cut, the footer \
+says which offset to read next.
+- The sha256 in the footer covers exactly the lines shown. Pass it to edit_file's \
+replace-lines mode to prove the lines have not changed since you read them.
+- Binary files are not shown (their size and type are); lines over {MAX_LINE_BYTES} \
+bytes are cut; invalid UTF-8 shows as �.
+- Copy text for edit_file exactly, without the line-number prefixes.
 """
+
+_RANGE: Final = {
+    "offset": {
+        "type": "integer",
+        "minimum": 1,
+        "description": "The 1-based line number to start at (default 1).",
+    },
+    "limit": {
+        "type": "integer",
+        "minimum": 1,
+        "description": f"How many lines to read at most (default {DEFAULT_LIMIT}).",
+    },
+}
 
 _SCHEMA: Final = {
     "type": "object",
     "properties": {
         "path": {"type": "string", "minLength": 1, "description": "The file to read."},
-        "offset": {
-            "type": "integer",
-            "minimum": 1,
-            "description": "The 1-based line number to start reading at (default 1).",
-        },
-        "limit": {
-            "type": "integer",
-            "minimum": 1,
-            "description": f"How many lines to read at most (default {DEFAULT_LIMIT}).",
+        **_RANGE,
+        "files": {
+            "type": "array",
+            "minItems": 1,
+            "maxItems": MAX_FILES,
+            "description": "Several files to read, each with an optional line range.",
+            "items": {
+                "type": "object",
+                "properties": {"path": {"type": "string", "minLength": 1}, **_RANGE},
+                "required": ["path"],
+                "additionalProperties": False,
+            },
         },
     },
-    "required": ["path"],
+    "oneOf": [{"required": ["path"]}, {"required": ["files"]}],
     "additionalProperties": False,
 }
 
@@ -73,106 +103,103 @@ def read_file_tool() -> Tool:
 
 
 async def _handle(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
-    path = ctx.resolve(str(args["path"]))
-    shown = display_path(path, ctx.cwd)
-    offset = int(args.get("offset") or 1)
-    limit = int(args.get("limit") or DEFAULT_LIMIT)
-    read = functools.partial(_read, path, shown, offset, limit, ctx.settings.output_cap)
+    requests = list(args["files"]) if "files" in args else [args]
+    budget = ctx.settings.output_cap
+    parts: list[str] = []
+    files: list[dict[str, Any]] = []
+    failures = 0
+    for request in requests:
+        raw = str(request["path"])
+        text, info = await _read_one(ctx, raw, request, max(budget, 1))
+        budget -= len(text.encode("utf-8"))
+        failures += info.get("error", False)
+        files.append(info)
+        parts.append(text if len(requests) == 1 else f"==> {info['path']} <==\n{text}")
+    content = "\n\n".join(parts)
+    status = ToolStatus.ERROR if failures == len(requests) else ToolStatus.OK
+    details = files[0] if len(files) == 1 else {"files": files}
+    return ToolOutput(status, content, freeze(details))
+
+
+async def _read_one(
+    ctx: ToolContext, raw: str, request: Mapping[str, Any], budget: int
+) -> tuple[str, dict[str, Any]]:
+    shown = raw
     try:
-        return await trio.to_thread.run_sync(read)
+        path = resolve_path(raw, ctx.cwd, confine=ctx.settings.confine)
+        shown = display_path(path, ctx.cwd)
+        first = int(request.get("offset") or 1)
+        limit = int(request.get("limit") or DEFAULT_LIMIT)
+        window = await ctx.backend.fs.read_lines(path, first=first, limit=limit, max_bytes=budget)
+    except FileToolError as e:
+        return str(e), {"path": shown, "error": True}
+    except FileNotFoundError as e:
+        return _missing(e, shown, Path(raw) if os.path.isabs(raw) else ctx.cwd / raw), {
+            "path": shown,
+            "error": True,
+        }
+    except IsADirectoryError:
+        msg = f"{shown} is a directory, not a file; use list_dir to see what it holds"
+        return msg, {"path": shown, "error": True}
     except OSError as e:
-        return ToolOutput.error(describe_os_error(e, shown))
-    except ValueError as e:  # e.g. a NUL byte in the path
-        return ToolOutput.error(f"invalid path {shown!r}: {e}")
+        return describe_os_error(e, shown), {"path": shown, "error": True}
+    return _render(window, shown)
 
 
-@dataclass
-class _Window:
-    lines: list[str]
-    first: int
-    total: int = 0
-    size: int = 0
-    stopped_early: bool = False
-    replaced: bool = False
-    cut: bool = False
-    crlf: bool = False
-
-
-def _read(path: Path, shown: str, offset: int, limit: int, cap: int) -> ToolOutput:
-    if path.is_dir():
-        return ToolOutput.error(f"{shown} is a directory, not a file; list it with bash (ls)")
-    with open(path, "rb") as f:
-        if is_binary(f.read(SNIFF_BYTES)):
-            return ToolOutput.error(f"{shown} looks like a binary file (it contains NUL bytes)")
-        f.seek(0)
-        w = _Window(lines=[], first=offset)
-        for lineno, (raw, cut) in enumerate(_raw_lines(f), start=1):
-            w.total = lineno
-            if lineno % _CANCEL_CHECK_EVERY == 0:
-                trio.from_thread.check_cancelled()
-            if lineno < offset or w.stopped_early:
-                continue
-            if len(w.lines) >= limit:
-                w.stopped_early = True
-                continue
-            rendered = f"{lineno:6}\t{_decode(raw, cut, w)}\n"
-            w.size += len(rendered.encode("utf-8"))
-            if w.size > cap and w.lines:
-                w.stopped_early = True
-                continue
-            w.lines.append(rendered)
-    return _render(w, shown, limit)
-
-
-def _render(w: _Window, shown: str, limit: int) -> ToolOutput:
-    details = {"path": shown, "total_lines": w.total}
-    if w.total == 0:
-        return ToolOutput.ok(f"({shown} is empty)", **details)
-    if w.first > w.total:
-        return ToolOutput.error(
-            f"offset {w.first} is past the end of {shown}, which has {w.total} lines"
-        )
-    last = w.first + len(w.lines) - 1
-    notes = []
-    if w.stopped_early:
-        why = "line limit" if len(w.lines) >= limit else "output size limit"
-        notes.append(
-            f"[{why} reached: showed lines {w.first}-{last} of {w.total}; "
-            f"call read_file with offset={last + 1} to read more]"
-        )
-    if w.replaced:
-        notes.append("[note: the file is not valid UTF-8; undecodable bytes are shown as �]")
-    if w.cut:
-        notes.append(f"[note: lines longer than {MAX_LINE_CHARS} characters were cut]")
-    if w.crlf:
-        notes.append("[note: the file has Windows (CRLF) line endings]")
-    text = "".join(w.lines) + "\n".join(notes)
-    return ToolOutput.ok(text.rstrip("\n"), first_line=w.first, last_line=last, **details)
-
-
-def _raw_lines(f: BinaryIO) -> Iterator[tuple[bytes, bool]]:
-    """Each line (at most _MAX_LINE_BYTES of it) and whether it was longer."""
-    while part := f.readline(_MAX_LINE_BYTES):
-        cut = False
-        if not part.endswith(b"\n") and len(part) == _MAX_LINE_BYTES:
-            while rest := f.readline(_MAX_LINE_BYTES):
-                cut = True
-                if rest.endswith(b"\n"):
-                    break
-        yield part, cut
-
-
-def _decode(raw: bytes, cut: bool, w: _Window) -> str:
-    if raw.endswith(b"\r\n"):
-        w.crlf = True
-    raw = raw.rstrip(b"\n").removesuffix(b"\r")
+def _missing(error: OSError, shown: str, path: Path) -> str:
+    msg = describe_os_error(error, shown)
     try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        text = raw.decode("utf-8", errors="replace")
+        siblings = os.listdir(path.parent)
+    except OSError:
+        return msg
+    close = difflib.get_close_matches(path.name, siblings, n=3)
+    if close:
+        msg += "; did you mean " + ", ".join(repr(str(path.parent / c)) for c in close) + "?"
+    return msg
+
+
+def _render(w: LineWindow, shown: str) -> tuple[str, dict[str, Any]]:
+    info: dict[str, Any] = {"path": shown, "total_lines": w.total_lines, "size": w.size}
+    if w.binary:
+        kind = _binary_kind(w)
+        text = f"{shown} is a binary file ({w.size} bytes{kind}); its content is not shown"
+        return text, {**info, "binary": True, "error": True}
+    if w.total_lines == 0:
+        return f"({shown} is empty)", info
+    if w.first > w.total_lines:
+        text = f"offset {w.first} is past the end of {shown}, which has {w.total_lines} lines"
+        return text, {**info, "error": True}
+    last = w.first + len(w.lines) - 1
+    out: list[str] = []
+    crlf = replaced = False
+    for i, (raw, cut) in enumerate(zip(w.lines, w.cut, strict=True)):
+        crlf = crlf or raw.endswith(b"\r\n")
+        body = raw.rstrip(b"\n").removesuffix(b"\r")
+        text = body.decode("utf-8", errors="replace")
         # A cut line may end inside a character: that alone is no reason for the note.
-        w.replaced = w.replaced or not cut or "\ufffd" in text[:-1]
-    if cut or len(text) > MAX_LINE_CHARS:
-        w.cut = True
-        text = text[:MAX_LINE_CHARS] + " …[line cut]"
-    return text
+        replaced = replaced or ("\ufffd" in (text[:-1] if cut else text))
+        suffix = " …[line cut]" if cut else ""
+        out.append(f"{w.first + i:6}\t{text}{suffix}\n")
+    footer = f"[lines {w.first}-{last} of {w.total_lines}; sha256={w.sha256}]"
+    notes = [footer]
+    if last < w.total_lines:
+        why = "output size limit" if w.stopped_by_size else "line limit"
+        notes.append(
+            f"[{why} reached; {w.total_lines - last} more lines: call read_file with "
+            f"offset={last + 1} to read on]"
+        )
+    if replaced:
+        notes.append("[note: the file is not valid UTF-8; undecodable bytes are shown as �]")
+    if any(w.cut):
+        notes.append(f"[note: lines longer than {MAX_LINE_BYTES} bytes were cut]")
+    if crlf:
+        notes.append("[note: the file has Windows (CRLF) line endings]")
+    info.update(first_line=w.first, last_line=last, sha256=w.sha256)
+    return "".join(out) + "\n".join(notes), info
+
+
+def _binary_kind(w: LineWindow) -> str:
+    for magic, name in _MAGIC:
+        if w.head.startswith(magic):
+            return f", {name}"
+    return ""

@@ -5,6 +5,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from rawtrio.tools.base import ToolContext, ToolSettings
 
@@ -27,3 +28,11 @@ def make_ctx(tmp_path: Path) -> MakeCtx:
         return ToolContext(**kwargs)
 
     return make
+
+
+async def until(condition: Callable[[], bool], poll_s: float = 0.01) -> None:
+    """Wait (polling) until `condition()` holds; callers bound it with `trio.fail_after`."""
+    while True:
+        if condition():
+            return
+        await trio.sleep(poll_s)

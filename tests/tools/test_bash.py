@@ -109,7 +109,7 @@ async def test_cancel_reports_partial_output_and_sigterm(make_ctx: MakeCtx) -> N
     assert not returned
     report = ctx.cancel_report
     assert report is not None
-    assert report.content.startswith("command cancelled after ")
+    assert report.content.startswith("started and cancelled after ")
     assert "it was running and was stopped with SIGTERM;" in report.content
     assert f"killed by signal SIGTERM ({int(signal.SIGTERM)})" in report.content
     assert report.content.endswith("partial output:\nready\n")

@@ -26,7 +26,7 @@ async def test_read_numbers_lines(make_ctx: MakeCtx, tmp_path: Path) -> None:
     (tmp_path / "a.txt").write_text("one\ntwo\nthree\n")
     out = await call(READ, make_ctx, path="a.txt")
     assert out.status is ToolStatus.OK
-    assert out.content == "     1\tone\n     2\ttwo\n     3\tthree"
+    assert out.content.startswith("     1\tone\n     2\ttwo\n     3\tthree\n[lines 1-3 of 3; ")
     assert out.details["total_lines"] == 3
 
 
@@ -34,7 +34,8 @@ async def test_read_window_says_how_to_continue(make_ctx: MakeCtx, tmp_path: Pat
     (tmp_path / "a.txt").write_text("".join(f"l{i}\n" for i in range(1, 11)))
     out = await call(READ, make_ctx, path=str(tmp_path / "a.txt"), offset=3, limit=2)
     assert out.content.startswith("     3\tl3\n     4\tl4\n")
-    assert "showed lines 3-4 of 10; call read_file with offset=5 to read more" in out.content
+    assert "[lines 3-4 of 10; sha256=" in out.content
+    assert "6 more lines: call read_file with offset=5 to read on" in out.content
 
 
 async def test_read_stops_at_the_output_cap(make_ctx: MakeCtx, tmp_path: Path) -> None:
@@ -109,7 +110,8 @@ async def test_read_invalid_path_is_an_error(make_ctx: MakeCtx) -> None:
 async def test_write_creates_file_and_parents(make_ctx: MakeCtx, tmp_path: Path) -> None:
     out = await call(WRITE, make_ctx, path="a/b/c.txt", content="hi\nthere\n")
     assert out.status is ToolStatus.OK
-    assert out.content == "created a/b/c.txt (9 bytes, 2 lines)"
+    assert out.content.startswith("created a/b/c.txt (now 9 bytes, 2 lines)\n")
+    assert "+hi\n+there" in out.content
     assert (tmp_path / "a/b/c.txt").read_text() == "hi\nthere\n"
     assert [p.name for p in (tmp_path / "a/b").iterdir()] == ["c.txt"]  # no temp left
 

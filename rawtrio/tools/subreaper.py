@@ -1,0 +1,157 @@
+"""Find and end the descendants that left their process group (double fork, `setsid`, `nohup`).
+
+Every process rawtrio starts for a session carries two markers in its environment,
+inherited by everything it starts: `RAWTRIO_SESSION=<session id>` and
+`RAWTRIO_CALL=<call marker>` (unique per foreground call or background job). Killing a
+process group misses a descendant that called `setsid()`; the markers still find it, by
+scanning `/proc/<pid>/environ` (which shows a process's environment as it was at exec).
+
+On Linux the runtime should also call `become_child_subreaper()` once at start: orphaned
+descendants are then re-parented to rawtrio instead of PID 1, stay in its process tree,
+and `end_marked()` reaps the ones it ended — by their pids only. Never `waitpid(-1)`: it
+would steal exit statuses from trio's `Process.wait`. An escaped descendant that exits on
+its own (unsignalled) while rawtrio is its subreaper is reaped by the next session sweep
+only if it was seen alive before; otherwise it stays a zombie until rawtrio exits, which
+costs a process-table slot and nothing else.
+
+Limits (these are not a sandbox): a program that clears its environment (`env -i`) before
+escaping carries no marker; `/proc` is needed (elsewhere only the group is signalled).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import sys
+from collections.abc import Iterable
+from typing import Final
+
+import trio
+
+SESSION_ENV_VAR: Final = "RAWTRIO_SESSION"
+CALL_ENV_VAR: Final = "RAWTRIO_CALL"
+
+_PR_SET_CHILD_SUBREAPER: Final = 36
+_PR_GET_CHILD_SUBREAPER: Final = 37
+_POLL_S: Final = 0.005
+
+
+def become_child_subreaper(enable: bool = True) -> bool:
+    """Make this process the subreaper of its orphaned descendants (Linux); False elsewhere
+    or when the kernel refuses."""
+    if not sys.platform.startswith("linux"):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    return int(libc.prctl(_PR_SET_CHILD_SUBREAPER, int(enable), 0, 0, 0)) == 0
+
+
+def is_child_subreaper() -> bool:
+    if not sys.platform.startswith("linux"):
+        return False
+    libc = ctypes.CDLL(None, use_errno=True)
+    value = ctypes.c_int(0)
+    if libc.prctl(_PR_GET_CHILD_SUBREAPER, ctypes.byref(value), 0, 0, 0) != 0:
+        return False
+    return value.value != 0
+
+
+def marked_processes(var: str, value: str) -> list[int]:
+    """Live (non-zombie) processes, other than this one, whose environment has var=value."""
+    needle = f"{var}={value}".encode()
+    me = os.getpid()
+    found: list[int] = []
+    try:
+        entries = os.listdir("/proc")
+    except OSError:
+        return found
+    for entry in entries:
+        if not entry.isdigit() or int(entry) == me:
+            continue
+        try:
+            with open(f"/proc/{entry}/environ", "rb") as f:
+                environ = f.read()
+        except OSError:
+            continue  # gone, or not ours to read
+        if needle in environ.split(b"\0") and is_alive(int(entry)):
+            found.append(int(entry))
+    return found
+
+
+def process_state(pid: int) -> tuple[str, int, int] | None:
+    """(state letter, parent pid, process group) from /proc, or None when it is gone."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+    except OSError:
+        return None
+    # "pid (comm) state ppid ..." — comm may contain spaces and parentheses.
+    fields = stat[stat.rfind(b")") + 2 :].split()
+    if len(fields) < 3:
+        return None
+    return fields[0].decode(), int(fields[1]), int(fields[2])
+
+
+def is_alive(pid: int) -> bool:
+    state = process_state(pid)
+    return state is not None and state[0] not in ("Z", "X")
+
+
+def signal_pids(pids: Iterable[int], sig: signal.Signals) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def reap_if_child(pids: Iterable[int]) -> None:
+    """Reap those of `pids` that are our (re-parented) zombie children, by pid only."""
+    me = os.getpid()
+    for pid in pids:
+        state = process_state(pid)
+        if state is None or state[1] != me or state[0] not in ("Z", "X"):
+            continue
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, os.WNOHANG)
+
+
+async def end_marked(var: str, value: str, *, grace_s: float) -> list[int]:
+    """SIGTERM every live process marked var=value, SIGKILL what is left after `grace_s`,
+    reap those that are our children. Returns the pids it signalled. Call shielded."""
+    signalled: set[int] = set()
+    pids = marked_processes(var, value)
+    if not pids:
+        return []
+    signalled.update(pids)
+    signal_pids(pids, signal.SIGTERM)
+    with trio.move_on_after(grace_s):
+        await _until_gone(signalled)
+    # A process may have started new marked ones during the grace period.
+    for _ in range(3):
+        left = [p for p in signalled if is_alive(p)] + [
+            p for p in marked_processes(var, value) if p not in signalled
+        ]
+        if not left:
+            break
+        signalled.update(left)
+        signal_pids(left, signal.SIGKILL)
+        with trio.move_on_after(1.0):
+            await _until_gone(left)
+    reap_if_child(signalled)
+    return sorted(signalled)
+
+
+async def end_session_processes(session_id: str, *, grace_s: float) -> list[int]:
+    """Everything still running for a session (call when the session closes, after its
+    nursery finished): ended and, where they are our children, reaped."""
+    return await end_marked(SESSION_ENV_VAR, session_id, grace_s=grace_s)
+
+
+async def _until_gone(pids: Iterable[int]) -> None:
+    # Polling: there is no event for "a process that is not our child died".
+    pids = list(pids)
+    while True:
+        reap_if_child(pids)
+        if not any(is_alive(p) for p in pids):
+            return
+        await trio.sleep(_POLL_S)
