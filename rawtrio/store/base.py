@@ -10,17 +10,27 @@ Two records per session (DESIGN.md §5):
 
 `record_event` never blocks (an implementation queues the write); `commit` returns once
 the messages are durable. Events recorded before a commit are stored before it.
+
+Writing a session needs its writer lease (one process at a time, released by a crash):
+`open_for_write` takes it and repairs what a killed writer left (I6); writes take it
+implicitly; `close_session` hands it back. Reads never need it.
+
+Implementations: `rawtrio.store.sqlite.SqliteStore` (durable, the default) and
+`rawtrio.store.memory.MemoryStore` (tests).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from rawtrio.contracts import TurnOutcome
 from rawtrio.events import Event
 from rawtrio.messages import Message
+from rawtrio.store.recovery import RecoveryReport
+
+ExportFormat = Literal["json", "markdown"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +59,17 @@ class HistoryPage:
     events: tuple[Event, ...]
     #: Opaque cursor for the next page in the same direction; None at the end.
     next_cursor: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class SearchHit:
+    session_id: str
+    title: str
+    cwd: str
+    seq: int
+    event_type: str
+    #: The matching passage, matches wrapped in `[` `]`.
+    snippet: str
 
 
 class SessionStore(Protocol):
@@ -120,5 +141,39 @@ class SessionStore(Protocol):
     ) -> HistoryPage: ...
 
     async def last_seq(self, session_id: str) -> int: ...
+
+    async def open_for_write(self, session_id: str) -> RecoveryReport:
+        """Take the writer lease (`SessionLocked` if another process has it) and repair
+        what a killed writer left. Call before loading a session to run turns in it."""
+        ...
+
+    async def close_session(self, session_id: str) -> None:
+        """Hand back the writer lease (after the session's last write)."""
+        ...
+
+    async def fork_session(
+        self,
+        source_id: str,
+        *,
+        session_id: str,
+        up_to: int | None = None,
+        title: str | None = None,
+    ) -> SessionRecord:
+        """A new session whose context and display history copy the source's first
+        `up_to` messages (all when None), extended to the end of a results batch."""
+        ...
+
+    async def export_session(self, session_id: str, fmt: ExportFormat) -> str: ...
+
+    async def search(
+        self, query: str, *, cwd: str | None = None, limit: int = 20
+    ) -> list[SearchHit]:
+        """Sessions' display history matching all words of `query`, best first."""
+        ...
+
+    async def expire_sessions(self, retention_days: float) -> list[str]:
+        """Delete sessions without committed conversation activity for `retention_days`
+        (0 keeps everything); skips sessions another process holds. Returns the ids."""
+        ...
 
     async def aclose(self) -> None: ...

@@ -1,7 +1,8 @@
 """An in-memory `SessionStore`: the foundation's store, and a fast fake for tests.
 
-Same semantics as the durable store (issue: SQLite store), minus durability: keyset
-cursors are sequence numbers, commits are atomic list extensions.
+Same semantics as the durable store (`SqliteStore`), minus durability and processes:
+the writer lease is per store object, cursors use the same opaque encoding, commits are
+atomic list extensions, search matches words by substring instead of FTS5.
 """
 
 from __future__ import annotations
@@ -17,15 +18,20 @@ import trio
 
 from rawtrio.contracts import TurnOutcome
 from rawtrio.errors import UnknownSession
-from rawtrio.events import Event
-from rawtrio.messages import Message
-from rawtrio.store.base import HistoryPage, SessionRecord, TurnRecord
+from rawtrio.events import Event, Notice
+from rawtrio.messages import Message, UserMessage
+from rawtrio.store import codec, export, recovery
+from rawtrio.store.base import ExportFormat, HistoryPage, SearchHit, SessionRecord, TurnRecord
+from rawtrio.store.search import matches
+from rawtrio.store.titles import title_from_prompt
 
 
 @dataclass
 class _Session:
     record: SessionRecord
     context: list[Message] = field(default_factory=list)
+    #: Per context message: the last display event stored before its commit (for forks).
+    after_seq: list[int] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     turns: dict[str, TurnRecord] = field(default_factory=dict)
     started_calls: set[str] = field(default_factory=set)
@@ -35,6 +41,7 @@ class _Session:
 class MemoryStore:
     def __init__(self) -> None:
         self._sessions: dict[str, _Session] = {}
+        self._writers: set[str] = set()
 
     def _get(self, session_id: str) -> _Session:
         try:
@@ -56,6 +63,7 @@ class MemoryStore:
         now = time.time()
         record = SessionRecord(session_id, title, cwd, system_prompt, provider, model, now, now)
         self._sessions[session_id] = _Session(record)
+        self._writers.add(session_id)
         return record
 
     async def get_session(self, session_id: str) -> SessionRecord:
@@ -81,6 +89,7 @@ class MemoryStore:
         await trio.lowlevel.checkpoint()
         self._get(session_id)
         del self._sessions[session_id]
+        self._writers.discard(session_id)
 
     async def load_context(self, session_id: str) -> list[Message]:
         await trio.lowlevel.checkpoint()
@@ -101,9 +110,16 @@ class MemoryStore:
 
     async def commit(self, session_id: str, turn_id: str, messages: Sequence[Message]) -> None:
         await trio.lowlevel.checkpoint()
-        s = self._get(session_id)
+        self._append(self._get(session_id), messages)
+
+    def _append(self, s: _Session, messages: Sequence[Message]) -> None:
         s.context.extend(messages)
-        s.record = dataclasses.replace(s.record, updated_at=time.time())
+        s.after_seq.extend([s.events[-1].seq if s.events else 0] * len(messages))
+        title = s.record.title
+        first_user = next((m for m in messages if isinstance(m, UserMessage)), None)
+        if not title and first_user is not None:
+            title = title_from_prompt(first_user.text)
+        s.record = dataclasses.replace(s.record, updated_at=time.time(), title=title)
 
     async def mark_call_started(self, session_id: str, turn_id: str, call_id: str) -> None:
         await trio.lowlevel.checkpoint()
@@ -149,19 +165,138 @@ class MemoryStore:
     ) -> HistoryPage:
         await trio.lowlevel.checkpoint()
         events = self._get(session_id).events
+        limit = max(1, limit)
         if newest_first:
-            bound = int(cursor) if cursor else len(events) + 1
-            chosen = [e for e in reversed(events) if e.seq < bound][:limit]
+            bound = codec.decode_cursor(cursor, True) if cursor else 2**62
+            chosen = [e for e in reversed(events) if e.seq < bound][: limit + 1]
         else:
-            bound = int(cursor) if cursor else 0
-            chosen = [e for e in events if e.seq > bound][:limit]
-        more = len(chosen) == limit and chosen[-1].seq not in (events[0].seq, events[-1].seq)
-        return HistoryPage(tuple(chosen), str(chosen[-1].seq) if chosen and more else None)
+            bound = codec.decode_cursor(cursor, False) if cursor else -1
+            chosen = [e for e in events if e.seq > bound][: limit + 1]
+        more = len(chosen) > limit
+        chosen = chosen[:limit]
+        next_cursor = codec.encode_cursor(newest_first, chosen[-1].seq) if more else None
+        return HistoryPage(tuple(chosen), next_cursor)
 
     async def last_seq(self, session_id: str) -> int:
         await trio.lowlevel.checkpoint()
         events = self._get(session_id).events
         return events[-1].seq if events else 0
 
+    async def open_for_write(self, session_id: str) -> recovery.RecoveryReport:
+        await trio.lowlevel.checkpoint()
+        s = self._get(session_id)
+        if session_id in self._writers:
+            return recovery.RecoveryReport()
+        self._writers.add(session_id)
+        return self._repair(s)
+
+    def _repair(self, s: _Session) -> recovery.RecoveryReport:
+        results = recovery.missing_results(s.context, s.started_calls)
+        turns = [t.id for t in s.turns.values() if t.outcome is None]
+        if not results and not turns:
+            return recovery.RecoveryReport()
+        turn_id = turns[-1] if turns else None
+        self._append(s, results)
+        first = s.events[-1].seq + 1 if s.events else 1
+        s.events.extend(recovery.recovery_events(s.record.id, turn_id, results, turns, first))
+        for t in turns:
+            s.turns[t] = dataclasses.replace(
+                s.turns[t], outcome=TurnOutcome.INTERRUPTED, reason=recovery.REASON
+            )
+        return recovery.RecoveryReport(tuple(turns), tuple(results))
+
+    async def close_session(self, session_id: str) -> None:
+        await trio.lowlevel.checkpoint()
+        self._writers.discard(session_id)
+
+    async def fork_session(
+        self,
+        source_id: str,
+        *,
+        session_id: str,
+        up_to: int | None = None,
+        title: str | None = None,
+    ) -> SessionRecord:
+        await trio.lowlevel.checkpoint()
+        src = self._get(source_id)
+        n = len(src.context)
+        keep = n if up_to is None else max(0, min(up_to, n))
+        while keep < n and src.context[keep].role == "tool":
+            keep += 1
+        bound = src.after_seq[keep] if keep < n else (src.events[-1].seq if src.events else 0)
+        kept = [e for e in src.events if e.seq <= bound]
+        while kept and kept[-1].type in _TRANSIENT:
+            kept.pop()
+        now = time.time()
+        record = dataclasses.replace(
+            src.record,
+            id=session_id,
+            title=title or f"{src.record.title} (fork)",
+            created_at=now,
+            updated_at=now,
+            message_count=0,
+        )
+        fork = _Session(
+            record,
+            context=src.context[:keep],
+            after_seq=src.after_seq[:keep],
+            events=[dataclasses.replace(e, session_id=session_id) for e in kept],
+            started_calls=set(src.started_calls),
+            state=copy.deepcopy(src.state),
+        )
+        self._sessions[session_id] = fork
+        self._writers.add(session_id)
+        self._repair(fork)
+        fork.events.append(
+            Notice(
+                session_id=session_id,
+                seq=(fork.events[-1].seq if fork.events else 0) + 1,
+                level="info",
+                text=f"forked from session {source_id} ({src.record.title or 'untitled'}) "
+                f"after message {keep} of {n}",
+            )
+        )
+        return await self.get_session(session_id)
+
+    async def export_session(self, session_id: str, fmt: ExportFormat) -> str:
+        record = await self.get_session(session_id)
+        s = self._get(session_id)
+        return export.export(fmt, record, s.context, s.events)
+
+    async def search(
+        self, query: str, *, cwd: str | None = None, limit: int = 20
+    ) -> list[SearchHit]:
+        await trio.lowlevel.checkpoint()
+        hits: list[SearchHit] = []
+        for s in self._sessions.values():
+            if cwd is not None and s.record.cwd != cwd:
+                continue
+            for e in s.events:
+                text = codec.searchable_text(e)
+                if text is not None and matches(query, text):
+                    hits.append(
+                        SearchHit(
+                            s.record.id, s.record.title, s.record.cwd, e.seq, e.type, text[:200]
+                        )
+                    )
+        return hits[: max(1, limit)]
+
+    async def expire_sessions(self, retention_days: float) -> list[str]:
+        await trio.lowlevel.checkpoint()
+        if retention_days <= 0:
+            return []
+        before = time.time() - retention_days * 86400
+        gone = [
+            sid
+            for sid, s in self._sessions.items()
+            if s.record.updated_at < before and sid not in self._writers
+        ]
+        for sid in gone:
+            del self._sessions[sid]
+        return gone
+
     async def aclose(self) -> None:
         await trio.lowlevel.checkpoint()
+
+
+_TRANSIENT = ("step_started", "text_delta", "thinking_delta", "tool_call_announced", "usage")
