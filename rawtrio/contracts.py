@@ -79,6 +79,8 @@ DEFAULT_MAX_STEPS: Final = 50
 DEFAULT_SIGTERM_GRACE_S: Final = 2.0
 DEFAULT_TOOL_OUTPUT_CAP: Final = 30_000
 DEFAULT_REQUEST_TIMEOUT_S: Final = 600.0
+#: Sessions without committed conversation activity for this long are removed (0 = never).
+DEFAULT_RETENTION_DAYS: Final = 30.0
 #: Upper bound for any shielded cleanup (commit, kill, reap) after a cancel.
 CLEANUP_DEADLINE_S: Final = 10.0
 

@@ -59,9 +59,10 @@ async def session_on(
 ) -> AsyncIterator[tuple[Session, FakeModelServer, Runtime]]:
     """A live session whose provider is the fake model server running `scenario`."""
     tools = options.pop("tools", ToolSettings(sigterm_grace_s=0.2, bash_timeout_s=30))
+    store = options.pop("store", None) or MemoryStore()
     async with (
         open_fake_model_server(Scenario.from_dict(scenario)) as server,
-        open_runtime(MemoryStore()) as runtime,
+        open_runtime(store) as runtime,
     ):
         session = await runtime.create_session(
             SessionOptions(cwd=cwd, provider=provider_for(server, wire), tools=tools, **options)

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
+import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import trio
 
-from rawtrio.contracts import CLEANUP_DEADLINE_S
+from rawtrio.contracts import CLEANUP_DEADLINE_S, DEFAULT_RETENTION_DAYS
+from rawtrio.errors import RawtrioError
 from rawtrio.groups import collapse_group
 from rawtrio.providers.base import Provider, ProviderSettings
 from rawtrio.runtime.prompt import system_prompt
-from rawtrio.runtime.session import Session, SessionOptions
+from rawtrio.runtime.session import PENDING_NOTE_KEY, Session, SessionOptions
 from rawtrio.store.base import SessionStore
 from rawtrio.tools.registry import ToolRegistry
 from rawtrio.tools.subreaper import become_child_subreaper
+
+log = logging.getLogger(__name__)
 
 ProviderFactory = Callable[[ProviderSettings], Provider]
 RegistryFactory = Callable[[SessionOptions], ToolRegistry]
@@ -31,6 +35,16 @@ def _default_registry(options: SessionOptions) -> ToolRegistry:
     from rawtrio.tools.builtin import builtin_registry
 
     return builtin_registry(options.tools)
+
+
+async def _expire(store: SessionStore, retention_days: float) -> None:
+    try:
+        removed = await store.expire_sessions(retention_days)
+    except RawtrioError as exc:  # a store problem must not take the runtime down
+        log.warning("could not expire old sessions: %s", exc)
+        return
+    if removed:
+        log.info("removed %d expired session(s)", len(removed))
 
 
 class Runtime:
@@ -66,19 +80,30 @@ class Runtime:
         return await self._start(session_id, options)
 
     async def _start(self, session_id: str, options: SessionOptions) -> Session:
-        record = await self.store.get_session(session_id)
-        session = Session(
-            record=record,
-            options=options,
-            store=self.store,
-            # Building an SDK client imports the SDK (~1 s the first time) and loads TLS
-            # certificates (~40 ms): off the event loop, so other sessions never stall.
-            provider=await trio.to_thread.run_sync(self._provider_factory, options.provider),
-            registry=self._registry_factory(options),
-            context=await self.store.load_context(session_id),
-            last_seq=await self.store.last_seq(session_id),
-        )
-        await self._nursery.start(session.run)
+        # Take the writer lease first (SessionLocked if another process holds it), which
+        # also repairs what a crash left: results for cut calls, interrupted turns (I6).
+        report = await self.store.open_for_write(session_id)
+        try:
+            record = await self.store.get_session(session_id)
+            notes = [await self.store.get_state(session_id, PENDING_NOTE_KEY), report.note()]
+            session = Session(
+                record=record,
+                options=options,
+                store=self.store,
+                # Building an SDK client imports the SDK (~1 s the first time) and loads
+                # TLS certificates (~40 ms): off the event loop, so nothing else stalls.
+                provider=await trio.to_thread.run_sync(self._provider_factory, options.provider),
+                registry=self._registry_factory(options),
+                context=await self.store.load_context(session_id),
+                last_seq=await self.store.last_seq(session_id),
+                note="\n\n".join(n for n in notes if n) or None,
+            )
+            await self._nursery.start(session.run)
+        except BaseException:
+            with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
+                cleanup.shield = True
+                await self.store.close_session(session_id)
+            raise
         self._live[session_id] = session
         return session
 
@@ -97,13 +122,17 @@ async def open_runtime(
     *,
     provider_factory: ProviderFactory = _default_provider,
     registry_factory: RegistryFactory = _default_registry,
+    retention_days: float = DEFAULT_RETENTION_DAYS,
 ) -> AsyncIterator[Runtime]:
+    """The process's runtime. Expired sessions are removed in the background."""
     # Re-parented descendants of tool processes (double fork, setsid) become our children,
     # so they can be found and ended (Linux; a no-op elsewhere).
     become_child_subreaper()
     with collapse_group():
         async with trio.open_nursery() as nursery:
             runtime = Runtime(nursery, store, provider_factory, registry_factory)
+            if retention_days:
+                nursery.start_soon(_expire, store, retention_days, name="expire sessions")
             try:
                 yield runtime
             finally:

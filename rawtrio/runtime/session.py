@@ -46,6 +46,8 @@ if TYPE_CHECKING:
     from rawtrio.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
+#: Session state key of the note for the next user message, so it survives a restart.
+PENDING_NOTE_KEY = "pending_note"
 E = TypeVar("E", bound=ev.Event)
 
 
@@ -71,6 +73,7 @@ class Session:
         registry: ToolRegistry,
         context: list[Message],
         last_seq: int,
+        note: str | None = None,
     ) -> None:
         self.record = record
         self.id = record.id
@@ -84,7 +87,8 @@ class Session:
         self._hub = SubscriberHub()
         self._turn: Turn | None = None
         self._turns: dict[str, ev.TurnEnded] = {}
-        self._note: str | None = None
+        #: Host note for the next user message (§3.8); kept in the store until sent.
+        self._note = note
         self._closing = False
         self._close_requested = trio.Event()
         self._finished = trio.Event()
@@ -111,6 +115,7 @@ class Session:
             with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
                 cleanup.shield = True
                 await self.provider.aclose()
+                await self.store.close_session(self.id)
             self._hub.close_all()
             self._finished.set()
 
@@ -220,9 +225,12 @@ class Session:
         await trio.lowlevel.checkpoint()
 
     async def commit_user_message(self, turn: Turn) -> None:
-        note, self._note = self._note, None
+        note = self._note
         text = f"{note}\n\n{turn.text}" if note else turn.text
         await self._durably(turn, [UserMessage(text)])
+        if note is not None:
+            self._note = None
+            await self._store_call(lambda: self.store.set_state(self.id, PENDING_NOTE_KEY, None))
         self.emit(
             ev.UserMessageCommitted(
                 session_id=self.id,
@@ -330,6 +338,7 @@ class Session:
             await self.store.end_turn(self.id, turn.id, outcome, reason)
             if cut and outcome in (TurnOutcome.CANCELLED, TurnOutcome.ERROR):
                 self._note = _interruption_note(outcome, reason, cut)
+                await self.store.set_state(self.id, PENDING_NOTE_KEY, self._note)
             ended = ev.TurnEnded(
                 session_id=self.id,
                 turn_id=turn.id,
