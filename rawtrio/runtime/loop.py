@@ -55,7 +55,7 @@ async def stream_step(session: Session, turn: Turn, step: int) -> tuple[Assistan
     async with session.provider.stream(request) as stream:
         async for item in stream:
             if isinstance(item, pb.TextDelta):
-                state.text += item.text
+                state.parts.append(item.text)
                 session.emit(
                     ev.TextDelta(session_id=session.id, turn_id=turn.id, step=step, text=item.text)
                 )

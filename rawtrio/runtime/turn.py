@@ -19,8 +19,13 @@ from rawtrio.tools.base import ToolContext
 @dataclass
 class StreamState:
     step: int
-    text: str = ""
+    #: Text deltas so far; joined only when a cut stream needs its partial text.
+    parts: list[str] = field(default_factory=list)
     announced: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return "".join(self.parts)
 
 
 @dataclass
