@@ -28,7 +28,8 @@ from rawtrio.config.resolve import (
 from rawtrio.config.schema import RawtrioConfig
 from rawtrio.config.starter import STARTER, write_starter
 from rawtrio.config.trust import ProjectTrust, TrustStore
-from rawtrio.config.variables import Redactor, VariableError, VariableResolver
+from rawtrio.config.variables import VariableError, VariableResolver
+from rawtrio.redaction import Redactor
 
 __all__ = [
     "STARTER",

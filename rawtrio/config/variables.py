@@ -22,17 +22,16 @@ import signal
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import Final
 
 import trio
 
 from rawtrio.config.schema import ValueRef, VariableConfig
 from rawtrio.contracts import DEFAULT_SIGTERM_GRACE_S
 from rawtrio.errors import ConfigError
-from rawtrio.frozen import FrozenJSON, freeze, thaw
+from rawtrio.redaction import Redactor
 
 #: Shorter secrets are not redacted: replacing "ab" everywhere would wreck every text.
-MIN_REDACT_LEN: Final = 4
 _EXCERPT: Final = 60
 
 
@@ -44,47 +43,6 @@ class VariableError(ConfigError):
         self.source = source
         self.reason = reason
         super().__init__(f"variable {name!r} ({source}): {reason}")
-
-
-class Redactor:
-    """Replaces known secret values in text with `[redacted:NAME]`."""
-
-    def __init__(self) -> None:
-        self._names: dict[str, str] = {}
-
-    def add(self, name: str, value: str) -> None:
-        if len(value) < MIN_REDACT_LEN:
-            return
-        self._names[value] = name
-        # The same secret as it appears inside a JSON string (escaped quotes, newlines).
-        escaped = json.dumps(value)[1:-1]
-        if escaped != value:
-            self._names[escaped] = name
-
-    def __bool__(self) -> bool:
-        return bool(self._names)
-
-    def redact(self, text: str) -> str:
-        # Longest first, so a secret that contains another is replaced whole.
-        for value in sorted(self._names, key=len, reverse=True):
-            if value in text:
-                text = text.replace(value, f"[redacted:{self._names[value]}]")
-        return text
-
-    def redact_json(self, value: FrozenJSON) -> FrozenJSON:
-        """A frozen copy of a JSON value with every string (and key) redacted."""
-        if not self._names:
-            return value
-        return freeze(self._walk(thaw(value)))
-
-    def _walk(self, value: Any) -> Any:
-        if isinstance(value, str):
-            return self.redact(value)
-        if isinstance(value, dict):
-            return {self.redact(k): self._walk(v) for k, v in value.items()}
-        if isinstance(value, list):
-            return [self._walk(v) for v in value]
-        return value
 
 
 class VariableResolver:

@@ -31,6 +31,7 @@ from rawtrio.frozen import thaw
 from rawtrio.hooks.decision import HookDecision, Verdict, interpret_exit
 from rawtrio.hooks.process import HookProcessResult, HookWatch, run_hook_process
 from rawtrio.hooks.spec import MATCH_FIELD, HookEvent, HookSpec
+from rawtrio.redaction import Redactor
 from rawtrio.tools.base import ToolSettings
 from rawtrio.tools.process_group import EndedBy, ProcessResult
 
@@ -119,7 +120,7 @@ class HookRunner:
         self.env = env
         self.strip_env = tuple(strip_env)
         self.on_receipt = on_receipt
-        self.secrets = tuple(s for s in secrets if s)
+        self.redactor = Redactor(secrets)
 
     def matching(self, event: HookEvent, payload: Mapping[str, Any]) -> tuple[HookSpec, ...]:
         subject = _subject(event, payload)
@@ -192,10 +193,7 @@ class HookRunner:
 
     def _redacted(self, done: HookProcessResult) -> HookProcessResult:
         """Secret values from config never reach a receipt or the model."""
-        stdout, stderr = done.stdout, done.stderr
-        for secret in self.secrets:
-            stdout = stdout.replace(secret, "[redacted]")
-            stderr = stderr.replace(secret, "[redacted]")
+        stdout, stderr = self.redactor.redact(done.stdout), self.redactor.redact(done.stderr)
         return HookProcessResult(dataclasses.replace(done.process, output=stdout), stderr)
 
     def _publish(self, receipt: HookReceipt) -> None:

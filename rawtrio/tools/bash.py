@@ -21,9 +21,9 @@ import trio
 
 from rawtrio.contracts import ToolStatus
 from rawtrio.frozen import freeze
+from rawtrio.redaction import Redactor, StreamRedactor
 from rawtrio.tools.base import Tool, ToolContext, ToolOutput, ToolSettings
 from rawtrio.tools.process_group import EndedBy, ProcessResult, ProcessWatch
-from rawtrio.tools.redact import Redactor, StreamRedactor
 
 #: The longest timeout the model may ask for.
 MAX_TIMEOUT_S: Final = 3600.0

@@ -4,9 +4,9 @@ from typing import Any
 
 from rawtrio.contracts import ToolStatus
 from rawtrio.frozen import freeze
+from rawtrio.redaction import Redactor, StreamRedactor
 from rawtrio.tools.base import ToolSettings
 from rawtrio.tools.bash import bash_tool
-from rawtrio.tools.redact import Redactor, StreamRedactor
 from rawtrio.tools.todo import (
     Plan,
     TodoItem,
