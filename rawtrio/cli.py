@@ -1,13 +1,87 @@
-"""Command-line entry point. Imports nothing heavy before the arguments are parsed."""
+"""Command-line entry point. Imports nothing heavy before the arguments are parsed.
+
+The process's signal disposition is decided here, before anything heavy is imported, and
+holds until the process ends (`SignalLatch`): SIGINT and SIGTERM never surface as a
+`KeyboardInterrupt` traceback or as death by signal. Before a turn exists they end the
+run quietly with their exit code; while a turn runs the front end cancels it through the
+session (`rawtrio.headless`); after it, they are noted and the process leaves anyway.
+
+The program leaves with `os._exit` once its output is flushed: tearing down the
+interpreter after the provider SDKs were imported costs most of a second, which would
+put "signal → exit" far outside the cancel budget (DESIGN.md §4, §7). Everything that
+matters is done by then — the turn is recorded, child processes are reaped, the store is
+closed — so nothing is lost by skipping the teardown.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
+import os
+import signal
 import sys
+from collections.abc import Iterator
+from types import FrameType
+from typing import NoReturn
 
 from rawtrio import __version__
 
 PROVIDERS = ("anthropic", "openai-chat", "openai-responses")
+#: The exit code of a run ended by each signal (DESIGN.md §3a).
+SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM arrived before there was a turn to cancel."""
+
+    def __init__(self, signum: int) -> None:
+        self.signum = signal.Signals(signum)
+        super().__init__(f"received {self.signum.name}")
+
+    @property
+    def exit_code(self) -> int:
+        return SIGNAL_EXIT[self.signum]
+
+
+class SignalLatch:
+    """Python-level handlers for SIGINT and SIGTERM that record every signal.
+
+    While `raising()` is active the handler also raises `Interrupted` (blocking reads such
+    as a prompt from stdin are then interrupted). Outside it the handler only records, so
+    it is safe while trio runs: trio installs its own handlers while a signal receiver is
+    open and, when it closes, redelivers pending signals here, where they are noted and
+    do nothing else.
+    """
+
+    def __init__(self) -> None:
+        self.received: list[signal.Signals] = []
+        self._raising = False
+
+    def _handle(self, signum: int, frame: FrameType | None) -> None:
+        self.received.append(signal.Signals(signum))
+        if self._raising:
+            self._raising = False  # one Interrupted; later signals are only noted
+            raise Interrupted(signum)
+
+    @contextlib.contextmanager
+    def installed(self) -> Iterator[SignalLatch]:
+        previous = {s: signal.signal(s, self._handle) for s in SIGNAL_EXIT}
+        try:
+            yield self
+        finally:
+            for s, handler in previous.items():
+                signal.signal(s, handler)
+
+    @contextlib.contextmanager
+    def raising(self) -> Iterator[None]:
+        if self.received:  # arrived while nothing would have raised
+            raise Interrupted(self.received[0])
+        self._raising = True
+        try:
+            yield
+        finally:
+            self._raising = False
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,8 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--output-format",
         choices=("text", "json", "stream-json"),
-        default="text",
-        help="headless output: the answer text, one JSON result, or JSON lines",
+        help="headless output: the answer text (default), one JSON result, or JSON lines",
     )
     p.add_argument(
         "--provider",
@@ -52,16 +125,37 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    if args.prompt is not None:
-        from rawtrio.headless import main as headless_main
+def run(argv: list[str] | None = None, latch: SignalLatch | None = None) -> int:
+    """Parse `argv` and run the front end it asks for; return the exit code."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.prompt is None and args.output_format is not None:
+        parser.error("--output-format applies only to headless runs (-p PROMPT)")
+    latch = latch or SignalLatch()
+    try:
+        with latch.raising():
+            if args.prompt is not None:
+                from rawtrio.headless import main as front_end
+            else:
+                from rawtrio.repl import main as front_end
+    except Interrupted as exc:
+        return exc.exit_code
+    return front_end(args, latch)
 
-        return headless_main(args)
-    from rawtrio.repl import main as repl_main
 
-    return repl_main(args)
+def main(argv: list[str] | None = None) -> NoReturn:
+    """The program: run, flush, and leave without tearing the interpreter down."""
+    with SignalLatch().installed() as latch:
+        try:
+            code = run(argv, latch)
+        except SystemExit as exc:  # argparse: --help, --version (0) and usage errors (2)
+            code = exc.code if isinstance(exc.code, int) else 0
+        logging.shutdown()
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(OSError, ValueError):
+                stream.flush()
+        os._exit(code)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

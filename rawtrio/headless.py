@@ -3,7 +3,14 @@
 SIGINT and SIGTERM (to rawtrio's pid or its process group; tool processes run in their
 own groups) cancel the turn through the same path as every other front end: the turn
 records its results and outcome, children are reaped, and the exit code says which
-signal it was (130, 143).
+signal it was (130, 143). A signal before the turn exists (say, while the prompt is read
+from stdin) ends the run quietly with the same code; further signals while cancelling
+are noted and change nothing (cleanup is bounded anyway). See `rawtrio.cli.SignalLatch`
+for how the process's handlers and trio's signal receiver share the work.
+
+Output goes to stdout (`text`, `json` or `stream-json`); a turn that did not complete
+also says why on stderr, one line, so a person running it sees the reason whatever the
+format.
 """
 
 from __future__ import annotations
@@ -12,15 +19,18 @@ import argparse
 import json
 import signal
 import sys
-from typing import Any, TextIO
+from collections.abc import AsyncIterator
+from typing import TextIO
 
 import trio
 
 from rawtrio import events as ev
+from rawtrio.cli import Interrupted, SignalLatch
 from rawtrio.contracts import ExitCode, TurnOutcome
 from rawtrio.errors import NoCredentials, RawtrioError, UsageError
 from rawtrio.runtime.runtime import open_runtime
 from rawtrio.runtime.session import Session, SessionOptions
+from rawtrio.runtime.subscribers import Subscription
 from rawtrio.settings import session_options
 from rawtrio.store.memory import MemoryStore
 
@@ -32,84 +42,100 @@ OUTCOME_EXIT = {
 SIGNAL_EXIT = {signal.SIGINT: ExitCode.SIGINT, signal.SIGTERM: ExitCode.SIGTERM}
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace, latch: SignalLatch | None = None) -> int:
+    latch = latch or SignalLatch()
     try:
-        prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
-        if not prompt.strip():
-            raise UsageError("-p: the prompt is empty")
-        options = session_options(args)
+        with latch.raising():
+            prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+            if not prompt.strip():
+                raise UsageError("-p: the prompt is empty")
+            options = session_options(args)
+    except Interrupted as exc:
+        return exc.exit_code
     except NoCredentials as exc:
         print(f"rawtrio: {exc}", file=sys.stderr)
         return ExitCode.NO_CREDENTIALS
     except UsageError as exc:
         print(f"rawtrio: {exc}", file=sys.stderr)
         return ExitCode.USAGE
-    return trio.run(run, prompt, options, args.output_format)
+    return trio.run(run, prompt, options, args.output_format or "text", latch)
 
 
-async def run(prompt: str, options: SessionOptions, output_format: str) -> int:
-    received: list[signal.Signals] = []
+async def run(prompt: str, options: SessionOptions, output_format: str, latch: SignalLatch) -> int:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with open_runtime(MemoryStore()) as runtime:
-            session = await runtime.create_session(options)
-            async with trio.open_nursery() as nursery:
-                nursery.start_soon(_cancel_on_signal, signals, session, received)
-                try:
-                    ended = await _run_turn(session, prompt, output_format, sys.stdout)
-                except RawtrioError as exc:
-                    print(f"rawtrio: {exc}", file=sys.stderr)
-                    return ExitCode.ERROR
-                finally:
-                    nursery.cancel_scope.cancel(reason="turn finished")
-            if ended.outcome is TurnOutcome.CANCELLED:
-                return SIGNAL_EXIT.get(received[0], ExitCode.SIGINT) if received else 130
-            if ended.outcome is TurnOutcome.ERROR:
-                print(f"rawtrio: error: {ended.reason}", file=sys.stderr)
-            return OUTCOME_EXIT[ended.outcome]
+        if latch.received:  # arrived between the prompt and the receiver: no turn yet
+            return SIGNAL_EXIT[latch.received[0]]
+        async with open_runtime(MemoryStore()) as runtime, trio.open_nursery() as nursery:
+            try:
+                session = await runtime.create_session(options)
+                with session.subscribe() as events:
+                    turn_id = await session.submit(prompt)
+                    # The turn is running now, so a signal that arrived while the session
+                    # started (it waits in `signals`) cancels it like any later one.
+                    nursery.start_soon(_cancel_on_signal, signals, session, latch)
+                    ended = await _render(session, events, turn_id, output_format, sys.stdout)
+            except RawtrioError as exc:
+                print(f"rawtrio: {exc}", file=sys.stderr)
+                return ExitCode.ERROR
+            finally:
+                nursery.cancel_scope.cancel(reason="turn finished")
+    return _report(ended, latch)
 
 
-async def _cancel_on_signal(signals: Any, session: Session, received: list[signal.Signals]) -> None:
+def _report(ended: ev.TurnEnded, latch: SignalLatch) -> int:
+    """Say on stderr why a turn did not complete; return the exit code for its outcome."""
+    if ended.outcome is TurnOutcome.COMPLETED:
+        return ExitCode.COMPLETED
+    if ended.outcome is TurnOutcome.CANCELLED:
+        print(f"rawtrio: cancelled ({ended.reason})", file=sys.stderr)
+        return SIGNAL_EXIT[latch.received[0]] if latch.received else ExitCode.SIGINT
+    label = "error" if ended.outcome is TurnOutcome.ERROR else "stopped"
+    print(f"rawtrio: {label}: {ended.reason}", file=sys.stderr)
+    return OUTCOME_EXIT[ended.outcome]
+
+
+async def _cancel_on_signal(
+    signals: AsyncIterator[int], session: Session, latch: SignalLatch
+) -> None:
     async for signum in signals:
         sig = signal.Signals(signum)
-        received.append(sig)
-        session.cancel(f"received {sig.name}")
+        latch.received.append(sig)
+        if len(latch.received) == 1:
+            session.cancel(f"received {sig.name}")
 
 
-async def _run_turn(session: Session, prompt: str, fmt: str, out: TextIO) -> ev.TurnEnded:
+async def _render(
+    session: Session, events: Subscription, turn_id: str, fmt: str, out: TextIO
+) -> ev.TurnEnded:
+    """Write the turn's events in `fmt` until it ends; return its terminal event."""
     usage = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_write_tokens": 0}
-    with session.subscribe() as sub:
-        turn_id = await session.submit(prompt)
-        async for event in sub:
-            if fmt == "stream-json":
-                out.write(json.dumps(ev.event_to_json(event)) + "\n")
-                out.flush()
-            elif fmt == "text" and isinstance(event, ev.TextDelta):
-                out.write(event.text)
-                out.flush()
-            if isinstance(event, ev.Usage):
-                for k in usage:
-                    usage[k] += getattr(event, k)
-            if isinstance(event, ev.TurnEnded) and event.turn_id == turn_id:
-                if fmt == "text":
-                    out.write("\n")
-                elif fmt == "json":
-                    out.write(
-                        json.dumps(
-                            {
-                                "v": 1,
-                                "session_id": session.id,
-                                "turn_id": turn_id,
-                                "outcome": event.outcome.value,
-                                "reason": event.reason,
-                                "steps": event.steps,
-                                "result": event.final_text,
-                                "usage": usage,
-                            }
-                        )
-                        + "\n"
-                    )
-                out.flush()
-                return event
+    async for event in events:
+        if fmt == "stream-json":
+            out.write(json.dumps(ev.event_to_json(event)) + "\n")
+            out.flush()
+        elif fmt == "text" and isinstance(event, ev.TextDelta):
+            out.write(event.text)
+            out.flush()
+        if isinstance(event, ev.Usage):
+            for k in usage:
+                usage[k] += getattr(event, k)
+        if isinstance(event, ev.TurnEnded) and event.turn_id == turn_id:
+            if fmt == "text":
+                out.write("\n")
+            elif fmt == "json":
+                result = {
+                    "v": 1,
+                    "session_id": session.id,
+                    "turn_id": turn_id,
+                    "outcome": event.outcome.value,
+                    "reason": event.reason,
+                    "steps": event.steps,
+                    "result": event.final_text,
+                    "usage": usage,
+                }
+                out.write(json.dumps(result) + "\n")
+            out.flush()
+            return event
     # Cut off as a lagging subscriber (cannot happen with the default buffer for one
     # turn, but never hang): the turn's own record is authoritative.
     return await session.wait_turn(turn_id)

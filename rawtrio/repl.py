@@ -2,7 +2,8 @@
 
 Ctrl-C during a turn cancels the turn (the outcome is printed when it arrives); Ctrl-C
 at the prompt clears the line, a second one within 2 s exits; Ctrl-D on an empty prompt
-exits. Input is read from stdin without a thread, so nothing blocks cancellation.
+exits. SIGTERM cancels the running turn (recorded like any cancel) and exits 143.
+Input is read from stdin without a thread, so nothing blocks cancellation.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from collections.abc import AsyncIterator
 import trio
 
 from rawtrio import events as ev
+from rawtrio.cli import Interrupted, SignalLatch
 from rawtrio.contracts import ExitCode
 from rawtrio.errors import NoCredentials, RawtrioError, UsageError
 from rawtrio.runtime.runtime import open_runtime
@@ -26,9 +28,13 @@ from rawtrio.store.memory import MemoryStore
 DOUBLE_CTRL_C_S = 2.0
 
 
-def main(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace, latch: SignalLatch | None = None) -> int:
+    latch = latch or SignalLatch()
     try:
-        options = session_options(args)
+        with latch.raising():
+            options = session_options(args)
+    except Interrupted as exc:
+        return exc.exit_code
     except NoCredentials as exc:
         print(f"rawtrio: {exc}", file=sys.stderr)
         return ExitCode.NO_CREDENTIALS
@@ -47,8 +53,24 @@ async def run(options: SessionOptions) -> int:
             "Ctrl-C cancels a turn; Ctrl-D or Ctrl-C twice exits.\n"
         )
         stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
-        with trio.open_signal_receiver(signal.SIGINT) as sigints:
+        exit_code = ExitCode.COMPLETED
+        with (
+            trio.open_signal_receiver(signal.SIGINT) as sigints,
+            trio.open_signal_receiver(signal.SIGTERM) as sigterms,
+        ):
             async with trio.open_nursery() as nursery:
+
+                async def leave_on_sigterm() -> None:
+                    nonlocal exit_code
+                    async for _ in sigterms:
+                        exit_code = ExitCode.SIGTERM
+                        turn_id = session.running_turn
+                        if turn_id is not None and session.cancel("received SIGTERM"):
+                            await session.wait_turn(turn_id)
+                        nursery.cancel_scope.cancel(reason="received SIGTERM")
+                        return
+
+                nursery.start_soon(leave_on_sigterm)
                 nursery.start_soon(_render, session)
                 last_idle_sigint = -DOUBLE_CTRL_C_S
                 pending_line: trio.MemoryReceiveChannel[str | None]
@@ -75,7 +97,7 @@ async def run(options: SessionOptions) -> int:
                         out.write(f"rawtrio: {exc}\n")
                 nursery.cancel_scope.cancel(reason="leaving the chat")
         out.write("\n")
-    return ExitCode.COMPLETED
+    return exit_code
 
 
 async def _turn(session: Session, line: str, sigints: AsyncIterator[int]) -> None:

@@ -1,0 +1,222 @@
+"""Run the real `rawtrio` program in a subprocess, isolated from the user's files.
+
+Every run gets its own HOME and XDG directories under the test's tmp_path and an
+environment without the caller's API keys, base URLs or RAWTRIO_* settings, so a test
+sees exactly the flags and variables it passes. rawtrio starts in a new session (its own
+process group), so a test can signal the group without hitting pytest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import queue
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+import psutil
+
+#: A liveness bound (never a performance assert): far above any budget in DESIGN.md §7.
+LIVENESS_S = 60.0
+
+_STRIPPED_PREFIXES = ("ANTHROPIC_", "OPENAI_", "RAWTRIO_", "XDG_")
+
+
+@dataclass(frozen=True)
+class Isolation:
+    """A private HOME, XDG tree and working directory for one rawtrio run."""
+
+    root: Path
+
+    @property
+    def home(self) -> Path:
+        return self.root / "home"
+
+    @property
+    def cwd(self) -> Path:
+        return self.root / "work"
+
+    def xdg(self) -> dict[str, str]:
+        return {
+            "XDG_CONFIG_HOME": str(self.home / ".config"),
+            "XDG_STATE_HOME": str(self.home / ".local" / "state"),
+            "XDG_DATA_HOME": str(self.home / ".local" / "share"),
+            "XDG_CACHE_HOME": str(self.home / ".cache"),
+        }
+
+    def env(self, extra: Mapping[str, str] | None = None) -> dict[str, str]:
+        self.home.mkdir(parents=True, exist_ok=True)
+        self.cwd.mkdir(parents=True, exist_ok=True)
+        env = {k: v for k, v in os.environ.items() if not k.startswith(_STRIPPED_PREFIXES)}
+        env.update(self.xdg(), HOME=str(self.home), PYTHONUNBUFFERED="1")
+        env.update(extra or {})
+        return env
+
+
+def rawtrio_argv(*args: str) -> list[str]:
+    """The real program: the venv's interpreter running the package."""
+    return [sys.executable, "-m", "rawtrio", *args]
+
+
+@dataclass
+class Finished:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    def json_lines(self) -> list[dict[str, Any]]:
+        return [json.loads(line) for line in self.stdout.splitlines() if line.strip()]
+
+
+def run_rawtrio(
+    iso: Isolation, *args: str, env: Mapping[str, str] | None = None, stdin: str | None = None
+) -> Finished:
+    """Run rawtrio to its end; the liveness bound turns a hang into a failure."""
+    full_env = iso.env(env)
+    proc = subprocess.run(
+        rawtrio_argv(*args),
+        cwd=iso.cwd,
+        env=full_env,
+        input=stdin,
+        stdin=None if stdin is not None else subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=LIVENESS_S,
+        start_new_session=True,
+        check=False,
+    )
+    return Finished(proc.returncode, proc.stdout, proc.stderr)
+
+
+@dataclass
+class LiveRun:
+    """A running rawtrio whose stdout lines are collected as they arrive."""
+
+    proc: subprocess.Popen[str]
+    stderr_path: Path
+    lines: list[str] = field(default_factory=list)
+    _queue: queue.Queue[str | None] = field(default_factory=queue.Queue)
+
+    @classmethod
+    def start(
+        cls,
+        iso: Isolation,
+        *args: str,
+        env: Mapping[str, str] | None = None,
+        stdin: int | IO[Any] | None = subprocess.DEVNULL,
+    ) -> LiveRun:
+        full_env = iso.env(env)
+        stderr_path = iso.root / f"stderr-{time.monotonic_ns()}.txt"
+        with stderr_path.open("w") as err:
+            proc = subprocess.Popen(
+                rawtrio_argv(*args),
+                cwd=iso.cwd,
+                env=full_env,
+                stdin=stdin,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                text=True,
+                start_new_session=True,
+            )
+        run = cls(proc, stderr_path)
+        threading.Thread(target=run._read, daemon=True).start()
+        return run
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        with self.proc.stdout:
+            for line in self.proc.stdout:
+                self._queue.put(line)
+        self._queue.put(None)
+
+    def wait_for_event(self, type_: str) -> dict[str, Any]:
+        """Wait for the first stream-json event of this type (liveness-bounded)."""
+        return self.wait_for_line(lambda obj: obj.get("type") == type_)
+
+    def wait_for_line(self, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        deadline = time.monotonic() + LIVENESS_S
+        while True:
+            try:
+                line = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no matching line within {LIVENESS_S} s") from None
+            if line is None:
+                raise AssertionError(f"rawtrio ended first; stderr: {self.stderr()}")
+            self.lines.append(line)
+            obj = json.loads(line)
+            if predicate(obj):
+                return dict(obj)
+
+    def finish(self) -> Finished:
+        """Wait for the exit (liveness-bounded) and collect the rest of the output."""
+        try:
+            returncode = self.proc.wait(timeout=LIVENESS_S)
+        except subprocess.TimeoutExpired:
+            self.kill()
+            raise
+        while (line := self._queue.get(timeout=LIVENESS_S)) is not None:
+            self.lines.append(line)
+        return Finished(returncode, "".join(self.lines), self.stderr())
+
+    def stderr(self) -> str:
+        return self.stderr_path.read_text()
+
+    def signal(self, sig: signal.Signals, *, group: bool) -> None:
+        if group:
+            os.killpg(self.proc.pid, sig)
+        else:
+            os.kill(self.proc.pid, sig)
+
+    def kill(self) -> None:
+        """Last resort after a failed test: the whole tree, so nothing outlives it."""
+        with_children = [self.proc.pid, *descendant_pids(self.proc.pid)]
+        for pid in with_children:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        self.proc.wait(timeout=LIVENESS_S)
+
+
+def descendant_pids(pid: int) -> list[int]:
+    try:
+        return [p.pid for p in psutil.Process(pid).children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def wait_until(predicate: Callable[[], bool], what: str) -> None:
+    deadline = time.monotonic() + LIVENESS_S
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {LIVENESS_S} s: {what}")
+        time.sleep(0.01)
+
+
+def alive(procs: Sequence[psutil.Process]) -> list[psutil.Process]:
+    """The processes still running (a zombie waiting for its reaper has ended)."""
+    living = []
+    for p in procs:
+        try:
+            if p.is_running() and p.status() != psutil.STATUS_ZOMBIE:
+                living.append(p)
+        except psutil.NoSuchProcess:
+            pass
+    return living
+
+
+def group_members(pgid: int) -> list[psutil.Process]:
+    members = []
+    for p in psutil.process_iter():
+        try:
+            if os.getpgid(p.pid) == pgid:
+                members.append(p)
+        except (ProcessLookupError, psutil.NoSuchProcess):
+            pass
+    return alive(members)
