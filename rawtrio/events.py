@@ -128,6 +128,8 @@ class PermissionRequested(Event):
     call_id: str
     tool_id: str
     arguments: FrozenJSON = field(default_factory=empty)
+    #: One line for people: what the call would do ("bash: rm -rf build").
+    summary: str = ""
     options: tuple[str, ...] = ("allow_once", "allow_always", "deny")
 
 
@@ -154,6 +156,24 @@ class Notice(Event):
     type: ClassVar[str] = "notice"
     level: str  # "info" | "warning" | "error"
     text: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class HookRan(Event):
+    """A hook ran: its receipt, for the display history only (never the model context)."""
+
+    type: ClassVar[str] = "hook_ran"
+    hook: str
+    event: str
+    subject: str | None
+    decision: str  # continue | block | deny | warn | cancelled
+    ended_by: str  # exit | timeout | cancel | spawn_error
+    exit_code: int | None
+    signal: int | None
+    elapsed_s: float
+    stdout: str
+    stderr: str
+    summary: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -193,6 +213,7 @@ EVENT_TYPES: dict[str, type[Event]] = {
         PermissionAnswered,
         Usage,
         Notice,
+        HookRan,
         PlanUpdated,
         TurnEnded,
     )

@@ -14,8 +14,10 @@ from rawtrio import events as ev
 from rawtrio.contracts import ToolStatus, TurnOutcome
 from rawtrio.errors import StreamCut
 from rawtrio.frozen import EMPTY, freeze, thaw
+from rawtrio.hooks import HookEvent, payloads
 from rawtrio.messages import AssistantMessage, ToolCall, ToolResult
 from rawtrio.providers import base as pb
+from rawtrio.runtime import gate
 from rawtrio.runtime.turn import RunningCall, StreamState, Turn
 from rawtrio.tools.base import ToolContext, ToolOutput
 
@@ -25,14 +27,33 @@ if TYPE_CHECKING:
 
 async def run_steps(session: Session, turn: Turn) -> tuple[TurnOutcome, str]:
     """Run the turn's steps; return its outcome. Cancellation propagates."""
-    await session.commit_user_message(turn)
+    submitted = await session.run_hooks(
+        HookEvent.USER_PROMPT_SUBMIT, payloads.user_prompt_submit(turn.text)
+    )
+    if submitted.stopped:
+        return TurnOutcome.ERROR, f"the prompt was blocked by a hook: {submitted.reason}"
+    await session.commit_user_message(turn, submitted.context_text())
     max_steps = session.options.max_steps
+    stop_hook_active = False
     for step in range(1, max_steps + 1):
         turn.step = step
         message, stop_reason = await stream_step(session, turn, step)
         calls = message.tool_calls
         if not calls:
-            return TurnOutcome.COMPLETED, stop_reason
+            stop = await session.run_hooks(
+                HookEvent.STOP,
+                payloads.stop(
+                    stop_hook_active=stop_hook_active, last_assistant_message=message.text
+                ),
+            )
+            if not stop.blocked or step == max_steps:
+                return TurnOutcome.COMPLETED, stop_reason
+            # A Stop hook asked the model to go on: tell it why, as a user message.
+            stop_hook_active = True
+            await session.commit_note(
+                turn, f"[rawtrio: a Stop hook asked you to continue]\n{stop.reason}"
+            )
+            continue
         if step == max_steps:
             await session.commit_results(turn, [not_run(c, max_steps) for c in calls])
             return TurnOutcome.MAX_STEPS, f"reached max_steps ({max_steps}) with tool calls pending"
@@ -93,6 +114,10 @@ async def run_call(session: Session, turn: Turn, call: ToolCall) -> ToolResult:
     problem = session.registry.validate(tool, call.arguments)
     if problem is not None:
         return result(call, ToolStatus.INVALID_ARGUMENTS, problem)
+    args = thaw(call.arguments)
+    refusal, hook_context = await gate.admit(session, turn, call, tool, args)
+    if refusal is not None:
+        return refusal
     ctx = ToolContext(
         session_id=session.id,
         call_id=call.id,
@@ -117,9 +142,12 @@ async def run_call(session: Session, turn: Turn, call: ToolCall) -> ToolResult:
         )
     )
     try:
-        output = await tool.handler(ctx, thaw(call.arguments))
+        output = await tool.handler(ctx, args)
     except Exception as exc:  # a handler bug becomes a result the model can read
         output = ToolOutput.error(f"tool {tool.id} failed: {type(exc).__name__}: {exc}")
+    # If the after-hooks are cancelled, the call's real output still becomes its result.
+    ctx.report_cancelled(f"{output.content}\n[the call finished; its after-hooks were cancelled]")
+    output = await gate.after(session, call, tool, output, hook_context)
     return ToolResult(
         call.id, call.name, output.status, output.content, started=True, details=output.details
     )

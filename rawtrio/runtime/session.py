@@ -15,10 +15,10 @@ from __future__ import annotations
 import logging
 import time
 import uuid
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import trio
 
@@ -31,8 +31,13 @@ from rawtrio.contracts import (
 )
 from rawtrio.errors import ProviderError, RawtrioError, SessionClosed, TurnInProgress
 from rawtrio.frozen import freeze
+from rawtrio.hooks import HookEvent, HookOutcome, HookReceipt, HookRunner, HookSpec, payloads
 from rawtrio.messages import Message, ToolCall, ToolResult, UserMessage
+from rawtrio.permissions.approval import ApprovalBroker, ApprovalDecision
+from rawtrio.permissions.policy import PermissionPolicy
+from rawtrio.permissions.rules import PermissionMode, Rule
 from rawtrio.providers.base import ModelRequest, Provider, ProviderSettings, StreamDone
+from rawtrio.redaction import Redactor
 from rawtrio.runtime import loop
 from rawtrio.runtime.subscribers import DEFAULT_BUFFER, SubscriberHub, Subscription
 from rawtrio.runtime.turn import Turn
@@ -60,6 +65,18 @@ class SessionOptions:
     tools: ToolSettings = field(default_factory=ToolSettings)
     #: Replaces the built-in base prompt when set (fixed at session creation).
     system_prompt: str | None = None
+    #: Permission rules in order (last match wins) and the starting mode. The library
+    #: default is `bypass` with no rules: front ends pass what the configuration says.
+    permission_rules: tuple[Rule, ...] = ()
+    permission_mode: PermissionMode = PermissionMode.BYPASS
+    #: Headless runs cannot ask: `ask` becomes a policy denial unless `assume_yes`.
+    headless: bool = False
+    assume_yes: bool = False
+    #: Saves an "allow always for this project" rule (the config layer provides it).
+    save_allow_rule: Callable[[Rule], None] | None = None
+    hooks: tuple[HookSpec, ...] = ()
+    #: Secret values kept out of tool output, hook receipts and permission prompts.
+    redactor: Redactor = field(default_factory=Redactor)
 
 
 class Session:
@@ -90,9 +107,35 @@ class Session:
         #: Host note for the next user message (§3.8); kept in the store until sent.
         self._note = note
         self._closing = False
+        self._close_reason = "session closed"
         self._close_requested = trio.Event()
         self._finished = trio.Event()
         self._nursery: trio.Nursery | None = None
+        self.policy = PermissionPolicy(
+            options.permission_rules,
+            mode=options.permission_mode,
+            headless=options.headless,
+            assume_yes=options.assume_yes,
+        )
+        self.approvals = ApprovalBroker()
+        self.redactor = options.redactor
+        self.hooks = HookRunner(
+            options.hooks,
+            session_id=self.id,
+            cwd=self.cwd,
+            grace_s=options.tools.sigterm_grace_s,
+            strip_env=options.tools.strip_env,
+            secrets=options.tools.secrets,
+            on_receipt=self._hook_receipt,
+        )
+        # The model-facing tool list is fixed for the session (modes never change it, so
+        # the prompt cache survives): unconditionally denied tools are never shown.
+        hidden = self.policy.hidden(t.id for t in registry.tools())
+        self.tool_specs = tuple(
+            spec
+            for tool, spec in zip(registry.tools(), registry.specs(), strict=True)
+            if tool.id not in hidden
+        )
         self.jobs: BackgroundJobs | None = None
         self.plan: Plan | None = None
 
@@ -108,8 +151,15 @@ class Session:
                     saved = await self.store.get_state(self.id, PLAN_STATE_KEY)
                     self.plan = Plan(plan_from_json(saved), on_change=self._plan_changed)
                     self._nursery = nursery
+                    start = payloads.session_start("resume" if self.context else "startup")
+                    await self.run_hooks(HookEvent.SESSION_START, start)
                     task_status.started()
                     await self._close_requested.wait()
+                    with trio.move_on_after(CLEANUP_DEADLINE_S) as end_hooks:
+                        end_hooks.shield = True
+                        await self.run_hooks(
+                            HookEvent.SESSION_END, payloads.session_end(self._close_reason)
+                        )
                 nursery.cancel_scope.cancel(reason="session closed")
         finally:
             with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
@@ -129,6 +179,7 @@ class Session:
     async def close(self, reason: str = "session closed") -> None:
         """Cancel the running turn (it records its outcome), then stop everything."""
         self._closing = True
+        self._close_reason = reason
         if self._turn is not None:
             turn = self._turn
             turn.cancel(reason)
@@ -181,6 +232,52 @@ class Session:
     def running_turn(self) -> str | None:
         return self._turn.id if self._turn else None
 
+    def answer_permission(self, request_id: str, decision: ApprovalDecision) -> None:
+        """Answer a pending permission request; the first answer from any front end wins.
+
+        Raises `ApprovalAlreadyResolved` (with the winning decision) or
+        `UnknownApprovalRequest`."""
+        self.approvals.answer(request_id, decision)
+
+    def set_mode(self, mode: PermissionMode | str) -> None:
+        """Switch the permission mode; it decides at call time, the tool list stays."""
+        self.policy.set_mode(mode)
+        self.emit(
+            ev.Notice(
+                session_id=self.id, level="info", text=f"permission mode: {self.policy.mode.value}"
+            )
+        )
+
+    async def run_hooks(self, event: HookEvent, payload: Mapping[str, Any]) -> HookOutcome:
+        """Run the hooks of `event`; warnings go to the user as notices."""
+        outcome = await self.hooks.run(event, payload)
+        for warning in outcome.warnings:
+            self.emit(
+                ev.Notice(
+                    session_id=self.id, turn_id=self.running_turn, level="warning", text=warning
+                )
+            )
+        return outcome
+
+    def _hook_receipt(self, r: HookReceipt) -> None:
+        self.emit(
+            ev.HookRan(
+                session_id=self.id,
+                turn_id=self.running_turn,
+                hook=r.hook,
+                event=str(r.event),
+                subject=r.subject,
+                decision=str(r.decision),
+                ended_by=str(r.ended_by),
+                exit_code=r.exit_code,
+                signal=r.signal,
+                elapsed_s=r.elapsed_s,
+                stdout=r.stdout,
+                stderr=r.stderr,
+                summary=r.summary,
+            )
+        )
+
     def subscribe(self, buffer: int = DEFAULT_BUFFER) -> Subscription:
         return self._hub.subscribe(buffer)
 
@@ -201,7 +298,7 @@ class Session:
         return ModelRequest(
             system=self.record.system_prompt,
             messages=tuple(self.context),
-            tools=self.registry.specs(),
+            tools=self.tool_specs,
             model=self.options.provider.model,
             max_tokens=self.options.max_output_tokens,
         )
@@ -224,9 +321,9 @@ class Session:
         await self._store_call(lambda: self.store.mark_call_started(self.id, turn.id, call.id))
         await trio.lowlevel.checkpoint()
 
-    async def commit_user_message(self, turn: Turn) -> None:
+    async def commit_user_message(self, turn: Turn, hook_context: str | None = None) -> None:
         note = self._note
-        text = f"{note}\n\n{turn.text}" if note else turn.text
+        text = "\n\n".join(t for t in (note, turn.text, hook_context) if t)
         await self._durably(turn, [UserMessage(text)])
         if note is not None:
             self._note = None
@@ -240,6 +337,11 @@ class Session:
                 client_request_id=turn.client_request_id,
             )
         )
+
+    async def commit_note(self, turn: Turn, text: str) -> None:
+        """A host message to the model in the middle of a turn (e.g. a Stop hook's reason)."""
+        await self._durably(turn, [UserMessage(text)])
+        self.emit(ev.Notice(session_id=self.id, turn_id=turn.id, level="info", text=text))
 
     async def commit_assistant(self, turn: Turn, done: StreamDone) -> None:
         msg = done.message
@@ -312,6 +414,10 @@ class Session:
             with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
                 cleanup.shield = True
                 await self._finish_turn(turn, outcome, reason)
+            if outcome is TurnOutcome.CANCELLED and not self._closing and self._nursery:
+                # Interrupt hooks run after the turn, owned by the session, not the turn.
+                interrupt = payloads.interrupt(turn_id=turn.id, reason=reason)
+                self._nursery.start_soon(self.run_hooks, HookEvent.INTERRUPT, interrupt)
 
     async def _finish_turn(self, turn: Turn, outcome: TurnOutcome, reason: str) -> None:
         """Record what the turn cut, then its one outcome (I1, I2, I5). Runs shielded."""
