@@ -22,8 +22,18 @@ from pydantic_core import PydanticCustomError
 ProviderName = Literal["anthropic", "openai-chat", "openai-responses"]
 PermissionModeName = Literal["default", "accept-edits", "plan", "bypass"]
 Effect = Literal["allow", "ask", "deny"]
+#: The hook events (Claude Code's names, plus rawtrio's `Interrupt`); docs/hooks.md.
 HookEvent = Literal[
-    "session_start", "user_prompt_submit", "pre_tool_use", "post_tool_use", "stop", "session_end"
+    "SessionStart",
+    "UserPromptSubmit",
+    "PreToolUse",
+    "PostToolUse",
+    "PostToolUseFailure",
+    "PermissionRequest",
+    "PreCompact",
+    "Stop",
+    "Interrupt",
+    "SessionEnd",
 ]
 
 PositiveInt = Annotated[int, Field(gt=0)]
@@ -167,9 +177,12 @@ class PermissionRuleConfig(_Strict):
 
 class HookConfig(_Strict):
     event: HookEvent
-    #: Tool id glob, for the tool events.
+    #: Tool id glob, for the tool events (`|` separates alternatives).
     match: NonEmptyStr = "*"
-    command: Command
+    #: An argv list, or a string split like a shell would (no expansion) — or, with
+    #: `shell = true`, a string run by `/bin/sh -c`.
+    command: list[NonEmptyStr] | NonEmptyStr
+    shell: bool = False
     timeout_s: PositiveFloat = 30.0
     env: dict[str, ValueRef] = Field(default_factory=dict)
 

@@ -193,7 +193,7 @@ def test_model_flag_takes_a_name_or_a_raw_id(repo: Path, home: dict[str, str]) -
 def test_project_file_with_hooks_is_ignored_until_trusted(repo: Path, home: dict[str, str]) -> None:
     project = write(
         repo / ".rawtrio/config.toml",
-        '[agents.default]\nmax_steps = 4\n[[hooks]]\nevent = "stop"\ncommand = "true"\n',
+        '[agents.default]\nmax_steps = 4\n[[hooks]]\nevent = "Stop"\ncommand = "true"\n',
     )
     untrusted = resolve_session_config(CliOverrides(), repo, home)
     assert untrusted.max_steps == 50
