@@ -274,7 +274,8 @@ async def _observe(
         with trio.move_on_after(TURN_LIMIT_S):
             await session.wait_turn(turn_id)
     quiet_started = time.monotonic()
-    tasks_left, processes_left = await _wait_quiet(steps, session.id)
+    if not scenario.session_scoped:
+        tasks_left, processes_left = await _wait_quiet(steps, session.id)
     quiet_s = time.monotonic() - quiet_started
     # Counting ends with the measured turn; a k beyond its last step never cancels.
     steps.stop()
@@ -283,6 +284,14 @@ async def _observe(
     followup: ev.TurnEnded | None = None
     with trio.move_on_after(TURN_LIMIT_S):
         followup = await session.run_turn(FOLLOWUP_PROMPT)
+    if scenario.session_scoped:
+        # Background jobs belong to the session: they must be gone once it closes.
+        events = await session.events_since(0)
+        quiet_started = time.monotonic()
+        with trio.move_on_after(TURN_LIMIT_S):
+            await session.close("stress: closing the session")
+        tasks_left, processes_left = await _wait_quiet(steps, session.id)
+        quiet_s = time.monotonic() - quiet_started
     statuses = [
         r.status
         for r in server.requests[seen:]
@@ -297,7 +306,7 @@ async def _observe(
         cancel=steps.cancel,
         ended=ended,
         store_outcome=record.outcome,
-        events=await session.events_since(0),
+        events=events if scenario.session_scoped else await session.events_since(0),
         context_after_turn=context_after_turn,
         context_final=list(session.context),
         turn_tasks_left=tasks_left,

@@ -76,6 +76,9 @@ class StressScenario:
     #: A file (relative to the session's cwd) that exists only if a tool call ran.
     marker: str | None = None
     tags: frozenset[str] = field(default_factory=frozenset)
+    #: The turn starts session-owned work (background jobs) that rightly outlives it: the
+    #: "nothing left running" check then happens after the session closes, not the turn.
+    session_scoped: bool = False
 
     def script(self) -> dict[str, Any]:
         """The fake-model scenario dict for this stress scenario and the follow-up turn."""

@@ -10,6 +10,7 @@ Register with the harness by merging `TOOL_SCENARIOS` into `stress.scenarios.SCE
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Final
 
 from stress.scenarios import Phase, StressScenario
@@ -45,8 +46,9 @@ SIGTERM_IGNORING = _bash_turn(
 DOUBLE_FORK = _bash_turn(
     "tool-double-fork", "stress-dfork: run it", f"{_DAEMON} echo start; sleep 0.3; echo end"
 )
-BACKGROUND = _bash_turn(
-    "tool-background", "stress-bg: start it", "echo start; sleep 30", background=True
+BACKGROUND = dataclasses.replace(
+    _bash_turn("tool-background", "stress-bg: start it", "echo start; sleep 30", background=True),
+    session_scoped=True,
 )
 
 TOOL_SCENARIOS: Final[dict[str, StressScenario]] = {

@@ -98,10 +98,9 @@ class BackgroundJobs:
     def jobs(self) -> tuple[Job, ...]:
         return tuple(self._jobs.values())
 
-    async def start(
-        self, argv: list[str], *, command: str, cwd: Path, env: Mapping[str, str] | None = None
-    ) -> Job:
-        """Start a job; returns once its process exists. OSError when it cannot start;
+    def new_job(self, command: str) -> Job:
+        """Reserve a job (tracked from now on, so nothing it starts can be lost).
+
         RuntimeError when the session is closing or has too many jobs."""
         if self.closed:
             raise RuntimeError("the session is closing; no new background jobs")
@@ -114,8 +113,26 @@ class BackgroundJobs:
             marker=f"{self.session_id}/{job_id}/{os.urandom(4).hex()}",
             log=JobLog(self.settings.output_cap * 4),
         )
-        await self._nursery.start(self._run, job, argv, cwd, env)
         self._jobs[job_id] = job
+        return job
+
+    async def launch(
+        self, job: Job, argv: list[str], *, cwd: Path, env: Mapping[str, str] | None = None
+    ) -> None:
+        """Start a reserved job; returns once its process exists. OSError when it cannot
+        start (the job is then forgotten)."""
+        try:
+            await self._nursery.start(self._run, job, argv, cwd, env)
+        except OSError:
+            del self._jobs[job.id]
+            raise
+
+    async def start(
+        self, argv: list[str], *, command: str, cwd: Path, env: Mapping[str, str] | None = None
+    ) -> Job:
+        """Reserve and launch a job in one call."""
+        job = self.new_job(command)
+        await self.launch(job, argv, cwd=cwd, env=env)
         return job
 
     async def _run(

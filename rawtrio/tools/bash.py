@@ -19,9 +19,10 @@ from typing import Any, Final
 
 import trio
 
-from rawtrio.contracts import ToolStatus
+from rawtrio.contracts import CLEANUP_DEADLINE_S, ToolStatus
 from rawtrio.frozen import freeze
 from rawtrio.redaction import Redactor, StreamRedactor
+from rawtrio.tools.background import Job
 from rawtrio.tools.base import Tool, ToolContext, ToolOutput, ToolSettings
 from rawtrio.tools.process_group import EndedBy, ProcessResult, ProcessWatch
 
@@ -156,17 +157,38 @@ async def start_background(ctx: ToolContext, command: str) -> ToolOutput:
             started=False,
         )
     try:
-        job = await ctx.jobs.start(
-            shell_argv(command), command=command, cwd=ctx.cwd, env=command_env(ctx)
-        )
+        job = ctx.jobs.new_job(command)
+        await ctx.jobs.launch(job, shell_argv(command), cwd=ctx.cwd, env=command_env(ctx))
     except (OSError, RuntimeError) as e:
         reason = e.strerror if isinstance(e, OSError) and e.strerror else str(e)
         return ToolOutput.error(f"not started: {reason}", started=False)
+    except trio.Cancelled:
+        # The model never learns this job's id, so nothing of it may keep running.
+        with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
+            cleanup.shield = True
+            await ctx.jobs.stop(job)  # at once if its task already ended
+        _report_cancelled_job(ctx, job)
+        raise
     return ToolOutput.ok(
         f"started background job {job.id} (pid {job.watch.pid}). Read its output with "
         f"bash_output (job_id {job.id!r}); stop it with bash_stop.",
         job_id=job.id,
         pid=job.watch.pid,
+    )
+
+
+def _report_cancelled_job(ctx: ToolContext, job: Job) -> None:
+    result = job.result
+    if result is None:
+        ctx.report_cancelled(
+            "not started: cancelled before the background job started", started=False
+        )
+        return
+    ctx.report_cancelled(
+        f"started background job {job.id}, then the turn was cancelled before its id was "
+        f"reported, so it was stopped ({result.stopped_with or 'it had already exited'}; "
+        f"{result.status_text}); partial output:\n{result.output or '(none)'}",
+        **_details(result),
     )
 
 

@@ -144,3 +144,29 @@ async def test_session_sweep_ends_and_reaps_orphans(make_ctx: MakeCtx, tmp_path:
     assert session_left("sess-sweep") == []
     for pid in ended:
         assert not psutil.pid_exists(pid) or not alive(pid)
+
+
+async def test_cancel_right_after_a_background_job_started_stops_it(
+    make_ctx: MakeCtx, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: a cancel between the job's start and its result left the job running
+    while the result said only "cancelled" (the model never learned its id)."""
+    async with open_background_jobs("sess-bg-cancel", FAST) as jobs:
+        ctx = make_ctx(session_id="sess-bg-cancel", jobs=jobs)
+        launch = jobs.launch
+        with trio.CancelScope() as scope:
+
+            async def launch_then_cancel(*args: Any, **kwargs: Any) -> None:
+                await launch(*args, **kwargs)
+                scope.cancel(reason="test cancels right after the start")
+                await trio.lowlevel.checkpoint()
+
+            monkeypatch.setattr(jobs, "launch", launch_then_cancel)
+            with trio.fail_after(LIVENESS_S):
+                await run(ctx, command="echo up; sleep 60", background=True)
+        assert scope.cancelled_caught
+        report = ctx.cancel_report
+        assert report is not None
+        assert "it was stopped" in report.content
+        assert report.details["ended_by"] == "cancel"
+        assert session_left("sess-bg-cancel") == []
