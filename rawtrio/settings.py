@@ -8,16 +8,43 @@ environment variables; the SDKs read their own `*_BASE_URL` variables when no
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
+import trio
+
+from rawtrio.config import (
+    ResolvedAgent,
+    TrustStore,
+    VariableResolver,
+    default_project_file,
+    resolve_session_config,
+    save_allow_rule,
+    select_tools,
+)
 from rawtrio.contracts import DEFAULT_MAX_STEPS, DEFAULT_SIGTERM_GRACE_S
 from rawtrio.errors import NoCredentials, UsageError
+from rawtrio.hooks import HookEvent, HookSpec
 from rawtrio.messages import ProviderKind
+from rawtrio.permissions.policy import rules_from_config
+from rawtrio.permissions.rules import PermissionMode, Rule
 from rawtrio.providers import ENV_KEYS
 from rawtrio.providers.base import ProviderSettings
+from rawtrio.runtime.prompt import BASE_PROMPT
 from rawtrio.runtime.session import SessionOptions
+from rawtrio.skills import (
+    Skill,
+    default_skill_roots,
+    discover_skills,
+    load_skill_tool,
+    skill_fingerprints,
+    skills_prompt,
+)
 from rawtrio.tools.base import ToolSettings
+from rawtrio.tools.builtin import AVAILABLE_BUILTINS
 
 DEFAULT_MODELS: dict[str, str] = {
     "anthropic": "claude-sonnet-4-5",
@@ -55,3 +82,110 @@ def session_options(args: argparse.Namespace) -> SessionOptions:
         max_steps=max_steps,
         tools=ToolSettings(sigterm_grace_s=grace),
     )
+
+
+@dataclass(frozen=True)
+class SessionSetup:
+    """What a front end needs to open a session: options, and what to tell the user."""
+
+    options: SessionOptions
+    notices: tuple[str, ...]
+    agent: str
+    #: Skill fingerprints to store with the session (changes are noticed on resume).
+    skill_fingerprints: dict[str, str]
+
+
+async def prepare_session(args: argparse.Namespace, *, headless: bool) -> SessionSetup:
+    """Resolve configuration, flags and environment into a session's options.
+
+    ConfigError (exit 2) for bad configuration or flags; NoCredentials (exit 4) when the
+    model's API key is missing. Reads the API key (and other variables) only here. The
+    file work (config files, AGENTS.md, skills) runs in a worker thread.
+    """
+    args.headless = headless
+    found = await trio.to_thread.run_sync(_resolve_files, args)
+    resolved, cwd, skills = found.resolved, found.cwd, found.skills
+    variables = VariableResolver(resolved.variables, env=os.environ, cwd=cwd)
+    provider = await resolved.provider_settings(variables)
+    if getattr(args, "base_url", None):
+        provider = dataclasses.replace(provider, base_url=args.base_url)
+    hooks = [
+        HookSpec(
+            HookEvent(h.event),
+            h.command if isinstance(h.command, str) else tuple(h.command),
+            matcher=h.match,
+            shell=h.shell,
+            timeout_s=h.timeout_s,
+            env=await variables.environment(h.env),
+        )
+        for h in resolved.hooks
+    ]
+    extra_tools = (load_skill_tool(skills),) if skills else ()
+    prompt = resolved.system_prompt(BASE_PROMPT)
+    if skills:
+        prompt = f"{prompt}\n\n{skills_prompt(skills)}"
+    tool_ids = [*AVAILABLE_BUILTINS, *(t.id for t in extra_tools)]
+    options = SessionOptions(
+        cwd=cwd,
+        provider=provider,
+        max_steps=resolved.max_steps,
+        max_output_tokens=resolved.model.max_output_tokens,
+        tools=ToolSettings(
+            output_cap=resolved.tool_output_cap,
+            sigterm_grace_s=resolved.sigterm_grace_s,
+            secrets=(provider.api_key,),
+            confine=resolved.confine_paths,
+        ),
+        system_prompt=prompt,
+        permission_rules=rules_from_config(resolved.permission_rules, resolved.rule_origins),
+        permission_mode=PermissionMode(resolved.permission_mode),
+        headless=headless,
+        assume_yes=resolved.assume_yes,
+        save_allow_rule=_rule_saver(resolved, cwd),
+        hooks=tuple(hooks),
+        extra_tools=extra_tools,
+        tool_selection=resolved.select_tools(tool_ids),
+        redactor=variables.redactor,
+    )
+    return SessionSetup(
+        options=options,
+        notices=(*resolved.notices, *found.warnings),
+        agent=resolved.name,
+        skill_fingerprints=skill_fingerprints(skills),
+    )
+
+
+@dataclass(frozen=True)
+class _Found:
+    resolved: ResolvedAgent
+    cwd: Path
+    skills: list[Skill]
+    warnings: tuple[str, ...]
+
+
+def _resolve_files(args: argparse.Namespace) -> _Found:
+    cwd = Path(getattr(args, "cwd", None) or os.getcwd()).resolve()
+    if not cwd.is_dir():
+        raise UsageError(f"--cwd: {cwd} is not a directory")
+    resolved = resolve_session_config(args, cwd, os.environ)
+    extra = [Path(p).expanduser() for p in resolved.skill_dirs]
+    discovery = discover_skills(default_skill_roots(cwd, extra))
+    skills = [s for s in discovery.skills if select_tools(resolved.skills, [s.name])]
+    return _Found(resolved, cwd, skills, discovery.warnings)
+
+
+def _rule_saver(resolved: ResolvedAgent, cwd: Path) -> Callable[[Rule], None]:
+    """Saves "allow always for this project" rules to the project's config file."""
+
+    def save(rule: Rule) -> None:
+        when = rule.when
+        save_allow_rule(
+            resolved.loaded.project_file or default_project_file(cwd),
+            resolved.name,
+            rule.match,
+            when.path if when else None,
+            when.regex.pattern if when else None,
+            trust_store=TrustStore.default(os.environ),
+        )
+
+    return save

@@ -137,6 +137,7 @@ class ResolvedAgent:
     max_steps: int
     tool_output_cap: int
     request_timeout_s: float
+    confine_paths: bool
     sigterm_grace_s: float
     hooks: tuple[HookConfig, ...]
     skills: tuple[str, ...]
@@ -304,6 +305,7 @@ def resolve_agent(
         max_steps=max_steps or agent.max_steps,
         tool_output_cap=agent.tool_output_cap,
         request_timeout_s=agent.request_timeout_s,
+        confine_paths=agent.confine_paths,
         sigterm_grace_s=cli.sigterm_grace
         if cli.sigterm_grace is not None
         else config.sigterm_grace_s,

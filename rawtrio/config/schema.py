@@ -223,6 +223,9 @@ class AgentConfig(_Strict):
     max_steps: PositiveInt = 50
     tool_output_cap: PositiveInt = 30_000
     request_timeout_s: PositiveFloat = 600.0
+    #: Refuse file-tool paths that resolve outside the working directory (symlinks
+    #: included). Not a sandbox: `bash` can still reach anything the user can.
+    confine_paths: bool = False
 
     @model_validator(mode="after")
     def _one_prompt(self) -> AgentConfig:

@@ -32,9 +32,20 @@ def _default_provider(settings: ProviderSettings) -> Provider:
 
 
 def _default_registry(options: SessionOptions) -> ToolRegistry:
+    """Built-ins and the session's extra tools, narrowed to the agent's selection."""
     from rawtrio.tools.builtin import builtin_registry
 
-    return builtin_registry(options.tools)
+    everything = builtin_registry(options.tools)
+    for tool in options.extra_tools:
+        everything.register(tool)
+    if options.tool_selection is None:
+        return everything
+    selected = ToolRegistry()
+    for tool_id in options.tool_selection:
+        chosen = everything.get(tool_id)
+        if chosen is not None:
+            selected.register(chosen)
+    return selected
 
 
 async def _expire(store: SessionStore, retention_days: float) -> None:

@@ -43,7 +43,7 @@ from rawtrio.runtime.subscribers import DEFAULT_BUFFER, SubscriberHub, Subscript
 from rawtrio.runtime.turn import Turn
 from rawtrio.store.base import SessionRecord, SessionStore
 from rawtrio.tools.background import BackgroundJobs, open_background_jobs
-from rawtrio.tools.base import ToolSettings
+from rawtrio.tools.base import Tool, ToolSettings
 from rawtrio.tools.todo import STATE_KEY as PLAN_STATE_KEY
 from rawtrio.tools.todo import Plan, TodoItem, plan_from_json, plan_to_json
 
@@ -75,6 +75,10 @@ class SessionOptions:
     #: Saves an "allow always for this project" rule (the config layer provides it).
     save_allow_rule: Callable[[Rule], None] | None = None
     hooks: tuple[HookSpec, ...] = ()
+    #: Tools beyond the built-ins (e.g. `load_skill`), registered the same way.
+    extra_tools: tuple[Tool, ...] = ()
+    #: The tool ids the agent selected, in order; None selects every tool.
+    tool_selection: tuple[str, ...] | None = None
     #: Secret values kept out of tool output, hook receipts and permission prompts.
     redactor: Redactor = field(default_factory=Redactor)
 
