@@ -1,5 +1,10 @@
 """Command-line entry point. Imports nothing heavy before the arguments are parsed.
 
+`rawtrio sessions …` is recognised by its first word and handed to `rawtrio.sessions_cli`
+(its own parser) before anything else is built; everything else is the chat, or a
+headless run with `-p`, each in a new session or the one `--continue` / `--resume`
+(`--fork`) names.
+
 The process's signal disposition is decided here, before anything heavy is imported, and
 holds until the process ends (`SignalLatch`): SIGINT and SIGTERM never surface as a
 `KeyboardInterrupt` traceback or as death by signal. Before a turn exists they end the
@@ -88,6 +93,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="rawtrio",
         description="A local coding agent with strict cancellation.",
+        epilog="Stored sessions: rawtrio sessions {list,show,search,export,rm,rename} "
+        "(rawtrio sessions --help).",
     )
     p.add_argument("--version", action="version", version=f"rawtrio {__version__}")
     p.add_argument(
@@ -122,16 +129,42 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="grace between SIGTERM and SIGKILL for tool processes (default 2)",
     )
+    which = p.add_mutually_exclusive_group()
+    which.add_argument(
+        "-c",
+        "--continue",
+        dest="continue_",
+        action="store_true",
+        help="continue the most recently updated session of the working directory",
+    )
+    which.add_argument(
+        "-r", "--resume", metavar="ID", help="resume the session ID (see `rawtrio sessions list`)"
+    )
+    p.add_argument(
+        "--fork",
+        action="store_true",
+        help="with --continue or --resume: run in a new copy of that session, leaving it as it was",
+    )
     return p
 
 
 def run(argv: list[str] | None = None, latch: SignalLatch | None = None) -> int:
     """Parse `argv` and run the front end it asks for; return the exit code."""
+    argv = sys.argv[1:] if argv is None else argv
+    latch = latch or SignalLatch()
+    if argv[:1] == ["sessions"]:  # `rawtrio sessions …` has a parser of its own
+        try:
+            with latch.raising():
+                from rawtrio.sessions_cli import main as sessions_main
+        except Interrupted as exc:
+            return exc.exit_code
+        return sessions_main(argv[1:], latch)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.prompt is None and args.output_format is not None:
         parser.error("--output-format applies only to headless runs (-p PROMPT)")
-    latch = latch or SignalLatch()
+    if args.fork and not (args.continue_ or args.resume):
+        parser.error("--fork needs --continue or --resume ID (the session to copy)")
     try:
         with latch.raising():
             if args.prompt is not None:

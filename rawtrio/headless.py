@@ -11,6 +11,11 @@ for how the process's handlers and trio's signal receiver share the work.
 Output goes to stdout (`text`, `json` or `stream-json`); a turn that did not complete
 also says why on stderr, one line, so a person running it sees the reason whatever the
 format.
+
+The session is stored (`SqliteStore` in the state directory): a new one, or the one
+`--continue` / `--resume ID` name, copied first with `--fork` (`rawtrio.sessions_cli`).
+`json` output carries its `session_id` so a script can `--resume` it. A session another
+process has open exits 5 before any turn starts; an unknown id exits 2.
 """
 
 from __future__ import annotations
@@ -27,12 +32,15 @@ import trio
 from rawtrio import events as ev
 from rawtrio.cli import Interrupted, SignalLatch
 from rawtrio.contracts import ExitCode, TurnOutcome
-from rawtrio.errors import NoCredentials, RawtrioError, UsageError
+from rawtrio.errors import NoCredentials, RawtrioError, SessionLocked, UnknownSession, UsageError
+from rawtrio.groups import collapse_group
 from rawtrio.runtime.runtime import open_runtime
 from rawtrio.runtime.session import Session, SessionOptions
 from rawtrio.runtime.subscribers import Subscription
+from rawtrio.sessions_cli import Choice, start_session
 from rawtrio.settings import session_options
-from rawtrio.store.memory import MemoryStore
+from rawtrio.store.paths import default_db_path
+from rawtrio.store.sqlite import SqliteStore
 
 OUTCOME_EXIT = {
     TurnOutcome.COMPLETED: ExitCode.COMPLETED,
@@ -58,28 +66,52 @@ def main(args: argparse.Namespace, latch: SignalLatch | None = None) -> int:
     except UsageError as exc:
         print(f"rawtrio: {exc}", file=sys.stderr)
         return ExitCode.USAGE
-    return trio.run(run, prompt, options, args.output_format or "text", latch)
+    choice = Choice.from_args(args)
+    return trio.run(run, prompt, options, choice, args.output_format or "text", latch)
 
 
-async def run(prompt: str, options: SessionOptions, output_format: str, latch: SignalLatch) -> int:
+async def run(
+    prompt: str, options: SessionOptions, choice: Choice, output_format: str, latch: SignalLatch
+) -> int:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         if latch.received:  # arrived between the prompt and the receiver: no turn yet
             return SIGNAL_EXIT[latch.received[0]]
-        async with open_runtime(MemoryStore()) as runtime, trio.open_nursery() as nursery:
+        try:
+            async with SqliteStore(default_db_path()) as store, open_runtime(store) as runtime:
+                session = await start_session(runtime, choice, options)
+                ended = await _run_turn(session, prompt, output_format, signals, latch)
+        except SessionLocked as exc:
+            print(f"rawtrio: {exc}", file=sys.stderr)
+            return ExitCode.SESSION_LOCKED
+        except (UnknownSession, UsageError) as exc:
+            print(f"rawtrio: {exc}", file=sys.stderr)
+            return ExitCode.USAGE
+        except RawtrioError as exc:
+            print(f"rawtrio: {exc}", file=sys.stderr)
+            return ExitCode.ERROR
+    return _report(ended, latch)
+
+
+async def _run_turn(
+    session: Session,
+    prompt: str,
+    output_format: str,
+    signals: AsyncIterator[int],
+    latch: SignalLatch,
+) -> ev.TurnEnded:
+    # Exception-group policy: the nursery's one task never raises, so a group holds only
+    # this block's own error, which `collapse_group` re-raises plain for `run` to report.
+    with collapse_group():
+        async with trio.open_nursery() as nursery:
             try:
-                session = await runtime.create_session(options)
                 with session.subscribe() as events:
                     turn_id = await session.submit(prompt)
                     # The turn is running now, so a signal that arrived while the session
                     # started (it waits in `signals`) cancels it like any later one.
                     nursery.start_soon(_cancel_on_signal, signals, session, latch)
-                    ended = await _render(session, events, turn_id, output_format, sys.stdout)
-            except RawtrioError as exc:
-                print(f"rawtrio: {exc}", file=sys.stderr)
-                return ExitCode.ERROR
+                    return await _render(session, events, turn_id, output_format, sys.stdout)
             finally:
                 nursery.cancel_scope.cancel(reason="turn finished")
-    return _report(ended, latch)
 
 
 def _report(ended: ev.TurnEnded, latch: SignalLatch) -> int:

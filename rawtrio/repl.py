@@ -4,6 +4,11 @@ Ctrl-C during a turn cancels the turn (the outcome is printed when it arrives); 
 at the prompt clears the line, a second one within 2 s exits; Ctrl-D on an empty prompt
 exits. SIGTERM cancels the running turn (recorded like any cancel) and exits 143.
 Input is read from stdin without a thread, so nothing blocks cancellation.
+
+The chat is stored like every session (`SqliteStore` in the state directory) and can be
+picked up again with `--continue` or `--resume ID` (optionally `--fork`ed), here or with
+`rawtrio -p`; a resumed chat starts by showing its last turns. A new chat left without a
+single message is deleted on the way out, so it never becomes what `--continue` finds.
 """
 
 from __future__ import annotations
@@ -19,13 +24,18 @@ import trio
 from rawtrio import events as ev
 from rawtrio.cli import Interrupted, SignalLatch
 from rawtrio.contracts import ExitCode
-from rawtrio.errors import NoCredentials, RawtrioError, UsageError
+from rawtrio.errors import NoCredentials, RawtrioError, SessionLocked, UnknownSession, UsageError
 from rawtrio.runtime.runtime import open_runtime
 from rawtrio.runtime.session import Session, SessionOptions
+from rawtrio.sessions_cli import Choice, render_history, start_session
 from rawtrio.settings import session_options
-from rawtrio.store.memory import MemoryStore
+from rawtrio.store.base import SessionStore
+from rawtrio.store.paths import default_db_path
+from rawtrio.store.sqlite import SqliteStore
 
 DOUBLE_CTRL_C_S = 2.0
+#: Turns of a resumed session shown before the prompt.
+RECAP_TURNS = 3
 
 
 def main(args: argparse.Namespace, latch: SignalLatch | None = None) -> int:
@@ -41,62 +51,92 @@ def main(args: argparse.Namespace, latch: SignalLatch | None = None) -> int:
     except UsageError as exc:
         print(f"rawtrio: {exc}", file=sys.stderr)
         return ExitCode.USAGE
-    return trio.run(run, options)
+    return trio.run(run, options, Choice.from_args(args))
 
 
-async def run(options: SessionOptions) -> int:
+async def run(options: SessionOptions, choice: Choice) -> int:
+    try:
+        async with SqliteStore(default_db_path()) as store:
+            async with open_runtime(store) as runtime:
+                session = await start_session(runtime, choice, options)
+                exit_code = await _chat(session, resumed=not choice.new)
+            await _forget_if_empty(store, session.id, created=choice.new)
+    except SessionLocked as exc:
+        print(f"rawtrio: {exc}", file=sys.stderr)
+        return ExitCode.SESSION_LOCKED
+    except (UnknownSession, UsageError) as exc:
+        print(f"rawtrio: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    except RawtrioError as exc:
+        print(f"rawtrio: {exc}", file=sys.stderr)
+        return ExitCode.ERROR
+    return exit_code
+
+
+async def _forget_if_empty(store: SessionStore, session_id: str, *, created: bool) -> None:
+    """Delete a chat that never got a message; otherwise say how to come back to it."""
+    record = await store.get_session(session_id)
+    if created and record.message_count == 0:
+        await store.delete_session(session_id)
+        return
+    sys.stdout.write(f"session {session_id} — resume it with: rawtrio --resume {session_id}\n")
+
+
+async def _chat(session: Session, *, resumed: bool) -> int:
     out = sys.stdout
-    async with open_runtime(MemoryStore()) as runtime:
-        session = await runtime.create_session(options)
-        out.write(
-            f"rawtrio — {options.provider.kind} {options.provider.model} in {options.cwd}\n"
-            "Ctrl-C cancels a turn; Ctrl-D or Ctrl-C twice exits.\n"
-        )
-        stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
-        exit_code = ExitCode.COMPLETED
-        with (
-            trio.open_signal_receiver(signal.SIGINT) as sigints,
-            trio.open_signal_receiver(signal.SIGTERM) as sigterms,
-        ):
-            async with trio.open_nursery() as nursery:
-
-                async def leave_on_sigterm() -> None:
-                    nonlocal exit_code
-                    async for _ in sigterms:
-                        exit_code = ExitCode.SIGTERM
-                        turn_id = session.running_turn
-                        if turn_id is not None and session.cancel("received SIGTERM"):
-                            await session.wait_turn(turn_id)
-                        nursery.cancel_scope.cancel(reason="received SIGTERM")
-                        return
-
-                nursery.start_soon(leave_on_sigterm)
-                nursery.start_soon(_render, session)
-                last_idle_sigint = -DOUBLE_CTRL_C_S
-                pending_line: trio.MemoryReceiveChannel[str | None]
-                send, pending_line = trio.open_memory_channel[str | None](0)
-                nursery.start_soon(_feed, stdin, send)
-                while True:
-                    out.write("\n> ")
-                    out.flush()
-                    line, sig = await _next_input(pending_line, sigints)
-                    if sig:
-                        now = trio.current_time()
-                        if now - last_idle_sigint < DOUBLE_CTRL_C_S:
-                            break
-                        last_idle_sigint = now
-                        out.write("\n(press Ctrl-C again to exit)")
-                        continue
-                    if line is None:
-                        break
-                    if not line.strip():
-                        continue
-                    try:
-                        await _turn(session, line, sigints)
-                    except RawtrioError as exc:
-                        out.write(f"rawtrio: {exc}\n")
-                nursery.cancel_scope.cancel(reason="leaving the chat")
+    options = session.options
+    if resumed:
+        render_history(session.record, await session.events_since(0), out, turns=RECAP_TURNS)
         out.write("\n")
+    out.write(
+        f"rawtrio — {options.provider.kind} {options.provider.model} in {options.cwd}\n"
+        f"session {session.id}; Ctrl-C cancels a turn; Ctrl-D or Ctrl-C twice exits.\n"
+    )
+    stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
+    exit_code = ExitCode.COMPLETED
+    with (
+        trio.open_signal_receiver(signal.SIGINT) as sigints,
+        trio.open_signal_receiver(signal.SIGTERM) as sigterms,
+    ):
+        async with trio.open_nursery() as nursery:
+
+            async def leave_on_sigterm() -> None:
+                nonlocal exit_code
+                async for _ in sigterms:
+                    exit_code = ExitCode.SIGTERM
+                    turn_id = session.running_turn
+                    if turn_id is not None and session.cancel("received SIGTERM"):
+                        await session.wait_turn(turn_id)
+                    nursery.cancel_scope.cancel(reason="received SIGTERM")
+                    return
+
+            nursery.start_soon(leave_on_sigterm)
+            nursery.start_soon(_render, session)
+            last_idle_sigint = -DOUBLE_CTRL_C_S
+            pending_line: trio.MemoryReceiveChannel[str | None]
+            send, pending_line = trio.open_memory_channel[str | None](0)
+            nursery.start_soon(_feed, stdin, send)
+            while True:
+                out.write("\n> ")
+                out.flush()
+                line, sig = await _next_input(pending_line, sigints)
+                if sig:
+                    now = trio.current_time()
+                    if now - last_idle_sigint < DOUBLE_CTRL_C_S:
+                        break
+                    last_idle_sigint = now
+                    out.write("\n(press Ctrl-C again to exit)")
+                    continue
+                if line is None:
+                    break
+                if not line.strip():
+                    continue
+                try:
+                    await _turn(session, line, sigints)
+                except RawtrioError as exc:
+                    out.write(f"rawtrio: {exc}\n")
+            nursery.cancel_scope.cancel(reason="leaving the chat")
+    out.write("\n")
     return exit_code
 
 

@@ -1,4 +1,5 @@
-"""The fake model server as its own process, and an isolated place for each rawtrio run."""
+"""The fake model server (as its own process, or on a thread when a test reads the requests
+rawtrio sent), and an isolated place for each rawtrio run."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from tests.headless.support import LIVENESS_S, Isolation
+from rawtrio.testing.fake_model import FakeModelServer, Scenario
+from tests.headless.support import LIVENESS_S, Isolation, fake_model_in_thread
 
 #: Replies by prompt (a substring of the user text); the first matching rule wins.
 SCENARIO: dict[str, Any] = {
@@ -110,3 +112,10 @@ def fake_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeModel]:
 @pytest.fixture
 def iso(tmp_path: Path) -> Isolation:
     return Isolation(tmp_path)
+
+
+@pytest.fixture
+def recorder() -> Iterator[FakeModelServer]:
+    """SCENARIO served on a thread of the test process; `recorder.requests` is what came in."""
+    with fake_model_in_thread(Scenario.from_dict(SCENARIO)) as server:
+        yield server

@@ -17,12 +17,15 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
 import psutil
+import trio
+
+from rawtrio.testing.fake_model import FakeModelServer, Scenario, open_fake_model_server
 
 #: A liveness bound (never a performance assert): far above any budget in DESIGN.md §7.
 LIVENESS_S = 60.0
@@ -220,3 +223,39 @@ def group_members(pgid: int) -> list[psutil.Process]:
         except (ProcessLookupError, psutil.NoSuchProcess):
             pass
     return alive(members)
+
+
+@contextlib.contextmanager
+def fake_model_in_thread(scenario: Scenario) -> Iterator[FakeModelServer]:
+    """The fake model server on a thread of the test process, so a test can read the
+    requests rawtrio sent (`server.requests`). Leaving the block stops it."""
+    handed: queue.Queue[tuple[FakeModelServer, trio.lowlevel.TrioToken, trio.Event] | None]
+    handed = queue.Queue()
+    failure: list[BaseException] = []
+
+    async def serve() -> None:
+        async with open_fake_model_server(scenario) as server:
+            stop = trio.Event()
+            handed.put((server, trio.lowlevel.current_trio_token(), stop))
+            await stop.wait()
+
+    def main() -> None:
+        try:
+            trio.run(serve)
+        except BaseException as exc:
+            failure.append(exc)
+            handed.put(None)
+            raise
+
+    thread = threading.Thread(target=main, name="fake model server", daemon=True)
+    thread.start()
+    started = handed.get(timeout=LIVENESS_S)
+    if started is None:
+        raise AssertionError(f"the fake model server failed: {failure!r}")
+    server, token, stop = started
+    try:
+        yield server
+    finally:
+        token.run_sync_soon(stop.set)
+        thread.join(LIVENESS_S)
+        assert not thread.is_alive(), "the fake model server did not stop"

@@ -50,6 +50,9 @@ def test_version_imports_nothing_heavy(iso: Isolation) -> None:
         (["-p", "hi", "--cwd", "/no/such/dir"], "--cwd: /no/such/dir is not a directory"),
         (["-p", "   "], "-p: the prompt is empty"),
         (["-p"], "argument -p/--print: expected one argument"),
+        (["-p", "hi", "--fork"], "--fork needs --continue or --resume ID"),
+        (["--continue", "--resume", "x"], "argument -r/--resume: not allowed with argument"),
+        (["-p", "hi", "--resume"], "argument -r/--resume: expected one argument"),
     ],
 )
 def test_bad_usage_exits_2_with_a_clear_message(
@@ -114,4 +117,6 @@ def test_the_help_lists_every_headless_flag(iso: Isolation) -> None:
     assert done.returncode == 0
     flags = set(re.findall(r"--[a-z][a-z-]+", done.stdout))
     expected = {"--version", "--print", "--output-format", "--provider", "--model", "--base-url"}
+    expected |= {"--continue", "--resume", "--fork"}
     assert expected | {"--max-steps", "--cwd", "--sigterm-grace"} <= flags
+    assert "rawtrio sessions" in done.stdout
