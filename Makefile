@@ -25,8 +25,13 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check rawtrio tests stress
 	$(BIN)/mypy
 
+# Three quarters of the budget for the cancellation suite, the rest for the crash suite
+# (SIGKILL + reopen); both always run, and the target fails if either found a violation.
 stress: $(STAMP)
-	$(BIN)/python -m stress --budget $(BUDGET) $(ARGS)
+	@cancel=$$(( $(BUDGET) * 3 / 4 )); crash=$$(( $(BUDGET) - $(BUDGET) * 3 / 4 )); status=0; \
+	$(BIN)/python -m stress --budget $$(( cancel > 0 ? cancel : 1 )) $(ARGS) || status=1; \
+	$(BIN)/python -m stress.crash --budget $$(( crash > 0 ? crash : 1 )) $(CRASH_ARGS) || status=1; \
+	exit $$status
 
 bench: $(STAMP)
 	$(BIN)/python -m stress.bench $(ARGS)

@@ -94,7 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
         prog="rawtrio",
         description="A local coding agent with strict cancellation.",
         epilog="Stored sessions: rawtrio sessions {list,show,search,export,rm,rename} "
-        "(rawtrio sessions --help).",
+        "(rawtrio sessions --help). Configuration: rawtrio config {check,init}.",
     )
     p.add_argument("--version", action="version", version=f"rawtrio {__version__}")
     p.add_argument(
@@ -129,6 +129,24 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="SECONDS",
         help="grace between SIGTERM and SIGKILL for tool processes (default 2)",
     )
+    p.add_argument("--config", metavar="PATH", help="user config file (env RAWTRIO_CONFIG)")
+    p.add_argument("--agent", help="agent from the config to use (env RAWTRIO_AGENT)")
+    p.add_argument(
+        "--mode",
+        dest="permission_mode",
+        choices=("default", "accept-edits", "plan", "bypass"),
+        help="permission mode (env RAWTRIO_PERMISSION_MODE; default from the agent)",
+    )
+    p.add_argument(
+        "--trust",
+        action="store_true",
+        help="trust this project's .rawtrio/config.toml (hooks, commands, servers) from now on",
+    )
+    p.add_argument(
+        "--yes",
+        action="store_true",
+        help="headless: approve calls that would ask (deny rules still apply)",
+    )
     which = p.add_mutually_exclusive_group()
     which.add_argument(
         "-c",
@@ -159,6 +177,10 @@ def run(argv: list[str] | None = None, latch: SignalLatch | None = None) -> int:
         except Interrupted as exc:
             return exc.exit_code
         return sessions_main(argv[1:], latch)
+    if argv[:1] == ["config"]:  # `rawtrio config check|init`
+        from rawtrio.config_cli import main as config_main
+
+        return config_main(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.prompt is None and args.output_format is not None:

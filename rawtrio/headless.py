@@ -32,13 +32,20 @@ import trio
 from rawtrio import events as ev
 from rawtrio.cli import Interrupted, SignalLatch
 from rawtrio.contracts import ExitCode, TurnOutcome
-from rawtrio.errors import NoCredentials, RawtrioError, SessionLocked, UnknownSession, UsageError
+from rawtrio.errors import (
+    ConfigError,
+    NoCredentials,
+    RawtrioError,
+    SessionLocked,
+    UnknownSession,
+    UsageError,
+)
 from rawtrio.groups import collapse_group
 from rawtrio.runtime.runtime import open_runtime
-from rawtrio.runtime.session import Session, SessionOptions
+from rawtrio.runtime.session import Session
 from rawtrio.runtime.subscribers import Subscription
 from rawtrio.sessions_cli import Choice, start_session
-from rawtrio.settings import session_options
+from rawtrio.settings import prepare_session
 from rawtrio.store.paths import default_db_path
 from rawtrio.store.sqlite import SqliteStore
 
@@ -57,25 +64,36 @@ def main(args: argparse.Namespace, latch: SignalLatch | None = None) -> int:
             prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
             if not prompt.strip():
                 raise UsageError("-p: the prompt is empty")
-            options = session_options(args)
+            choice = Choice.from_args(args)
     except Interrupted as exc:
         return exc.exit_code
-    except NoCredentials as exc:
-        print(f"rawtrio: {exc}", file=sys.stderr)
-        return ExitCode.NO_CREDENTIALS
     except UsageError as exc:
         print(f"rawtrio: {exc}", file=sys.stderr)
         return ExitCode.USAGE
-    choice = Choice.from_args(args)
-    return trio.run(run, prompt, options, choice, args.output_format or "text", latch)
+    return trio.run(run, prompt, args, choice, args.output_format or "text", latch)
 
 
 async def run(
-    prompt: str, options: SessionOptions, choice: Choice, output_format: str, latch: SignalLatch
+    prompt: str,
+    args: argparse.Namespace,
+    choice: Choice,
+    output_format: str,
+    latch: SignalLatch,
 ) -> int:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         if latch.received:  # arrived between the prompt and the receiver: no turn yet
             return SIGNAL_EXIT[latch.received[0]]
+        try:
+            setup = await prepare_session(args, headless=True)
+        except NoCredentials as exc:
+            print(f"rawtrio: {exc}", file=sys.stderr)
+            return ExitCode.NO_CREDENTIALS
+        except (ConfigError, UsageError) as exc:
+            print(f"rawtrio: {exc}", file=sys.stderr)
+            return ExitCode.USAGE
+        for notice in setup.notices:
+            print(f"rawtrio: {notice}", file=sys.stderr)
+        options = setup.options
         try:
             async with SqliteStore(default_db_path()) as store, open_runtime(store) as runtime:
                 session = await start_session(runtime, choice, options)

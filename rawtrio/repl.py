@@ -24,12 +24,19 @@ import trio
 from rawtrio import events as ev
 from rawtrio.cli import Interrupted, SignalLatch
 from rawtrio.contracts import ExitCode
-from rawtrio.errors import NoCredentials, RawtrioError, SessionLocked, UnknownSession, UsageError
-from rawtrio.runtime.runtime import open_runtime
-from rawtrio.runtime.session import Session, SessionOptions
+from rawtrio.errors import (
+    ConfigError,
+    NoCredentials,
+    RawtrioError,
+    SessionLocked,
+    UnknownSession,
+    UsageError,
+)
+from rawtrio.permissions.approval import AlwaysScope, ApprovalDecision
+from rawtrio.runtime.runtime import Runtime, open_runtime
+from rawtrio.runtime.session import Session
 from rawtrio.sessions_cli import Choice, render_history, start_session
-from rawtrio.settings import session_options
-from rawtrio.store.base import SessionStore
+from rawtrio.settings import prepare_session
 from rawtrio.store.paths import default_db_path
 from rawtrio.store.sqlite import SqliteStore
 
@@ -42,25 +49,33 @@ def main(args: argparse.Namespace, latch: SignalLatch | None = None) -> int:
     latch = latch or SignalLatch()
     try:
         with latch.raising():
-            options = session_options(args)
+            choice = Choice.from_args(args)
     except Interrupted as exc:
         return exc.exit_code
-    except NoCredentials as exc:
-        print(f"rawtrio: {exc}", file=sys.stderr)
-        return ExitCode.NO_CREDENTIALS
     except UsageError as exc:
         print(f"rawtrio: {exc}", file=sys.stderr)
         return ExitCode.USAGE
-    return trio.run(run, options, Choice.from_args(args))
+    return trio.run(run, args, choice)
 
 
-async def run(options: SessionOptions, choice: Choice) -> int:
+async def run(args: argparse.Namespace, choice: Choice) -> int:
     try:
-        async with SqliteStore(default_db_path()) as store:
-            async with open_runtime(store) as runtime:
-                session = await start_session(runtime, choice, options)
-                exit_code = await _chat(session, resumed=not choice.new)
-            await _forget_if_empty(store, session.id, created=choice.new)
+        setup = await prepare_session(args, headless=False)
+    except NoCredentials as exc:
+        print(f"rawtrio: {exc}", file=sys.stderr)
+        return ExitCode.NO_CREDENTIALS
+    except (ConfigError, UsageError) as exc:
+        print(f"rawtrio: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    for notice in setup.notices:
+        print(f"rawtrio: {notice}", file=sys.stderr)
+    options = setup.options
+    try:
+        async with SqliteStore(default_db_path()) as store, open_runtime(store) as runtime:
+            session = await start_session(runtime, choice, options)
+            exit_code = await _chat(session, resumed=not choice.new)
+            await session.close("leaving the chat")
+            await _forget_if_empty(runtime, session.id, created=choice.new)
     except SessionLocked as exc:
         print(f"rawtrio: {exc}", file=sys.stderr)
         return ExitCode.SESSION_LOCKED
@@ -73,11 +88,11 @@ async def run(options: SessionOptions, choice: Choice) -> int:
     return exit_code
 
 
-async def _forget_if_empty(store: SessionStore, session_id: str, *, created: bool) -> None:
+async def _forget_if_empty(runtime: Runtime, session_id: str, *, created: bool) -> None:
     """Delete a chat that never got a message; otherwise say how to come back to it."""
-    record = await store.get_session(session_id)
+    record = await runtime.get_session(session_id)
     if created and record.message_count == 0:
-        await store.delete_session(session_id)
+        await runtime.delete_session(session_id)
         return
     sys.stdout.write(f"session {session_id} — resume it with: rawtrio --resume {session_id}\n")
 
@@ -132,7 +147,7 @@ async def _chat(session: Session, *, resumed: bool) -> int:
                 if not line.strip():
                     continue
                 try:
-                    await _turn(session, line, sigints)
+                    await _turn(session, line, sigints, pending_line)
                 except RawtrioError as exc:
                     out.write(f"rawtrio: {exc}\n")
             nursery.cancel_scope.cancel(reason="leaving the chat")
@@ -140,19 +155,58 @@ async def _chat(session: Session, *, resumed: bool) -> int:
     return exit_code
 
 
-async def _turn(session: Session, line: str, sigints: AsyncIterator[int]) -> None:
-    """Run one turn; Ctrl-C meanwhile cancels it (the outcome is rendered when it comes)."""
-    turn_id = await session.submit(line)
-    async with trio.open_nursery() as nursery:
+async def _turn(
+    session: Session,
+    line: str,
+    sigints: AsyncIterator[int],
+    lines: trio.MemoryReceiveChannel[str | None],
+) -> None:
+    """Run one turn; Ctrl-C meanwhile cancels it (the outcome is rendered when it comes).
+    A permission request takes the next line typed as its answer; other lines typed
+    during the turn wait for the next prompt."""
+    with session.subscribe() as events:
+        turn_id = await session.submit(line)
+        async with trio.open_nursery() as nursery:
 
-        async def cancel_on_sigint() -> None:
-            async for _ in sigints:
-                if session.cancel("cancelled by the user (Ctrl-C)"):
-                    sys.stdout.write("\ncancelling…\n")
+            async def cancel_on_sigint() -> None:
+                async for _ in sigints:
+                    if session.cancel("cancelled by the user (Ctrl-C)"):
+                        sys.stdout.write("\ncancelling…\n")
 
-        nursery.start_soon(cancel_on_sigint)
-        await session.wait_turn(turn_id)
-        nursery.cancel_scope.cancel(reason="turn ended")
+            async def answer_permissions() -> None:
+                async for event in events:
+                    if not isinstance(event, ev.PermissionRequested):
+                        continue
+                    typed = await lines.receive()
+                    decision = (
+                        _decision(typed)
+                        if typed is not None
+                        else ApprovalDecision.deny("the user closed the chat's input", "chat")
+                    )
+                    try:
+                        session.answer_permission(event.request_id, decision)
+                    except RawtrioError as exc:  # answered elsewhere, or cancelled
+                        sys.stdout.write(f"rawtrio: {exc}\n")
+
+            nursery.start_soon(cancel_on_sigint)
+            nursery.start_soon(answer_permissions)
+            await session.wait_turn(turn_id)
+            nursery.cancel_scope.cancel(reason="turn ended")
+
+
+def _decision(typed: str) -> ApprovalDecision:
+    """y: allow once; a: allow always (this session); p: always, saved to the project;
+    anything else denies, and more than one word is passed to the model as the reason."""
+    answer = typed.strip()
+    word = answer.lower()
+    if word in ("y", "yes"):
+        return ApprovalDecision.allow_once("chat")
+    if word in ("a", "always"):
+        return ApprovalDecision.allow_always(AlwaysScope.SESSION, "chat")
+    if word in ("p", "project"):
+        return ApprovalDecision.allow_always(AlwaysScope.PROJECT, "chat")
+    message = answer if len(answer.split()) > 1 else None
+    return ApprovalDecision.deny(message, "chat")
 
 
 async def _next_input(
@@ -185,8 +239,8 @@ async def _feed(stream: trio.lowlevel.FdStream, send: trio.MemorySendChannel[str
             if not chunk:
                 if buf:
                     await send.send(buf.decode(errors="replace"))
-                await send.send(None)
-                return
+                while True:  # end of input, for every reader that asks from now on
+                    await send.send(None)
             buf += chunk
             while b"\n" in buf:
                 line, buf = buf.split(b"\n", 1)
@@ -201,6 +255,16 @@ async def _render(session: Session) -> None:
                 out.write(event.text)
             elif isinstance(event, ev.ToolCallStarted):
                 out.write(f"\n[{event.name}] {dict(event.arguments)}\n")
+            elif isinstance(event, ev.PermissionRequested):
+                out.write(
+                    f"\n[permission] {event.tool_id}: {event.summary}\n"
+                    "allow? y = once, a = always this session, p = always in this project, "
+                    "n = no (or type a reason)\n"
+                )
+            elif isinstance(event, ev.PermissionAnswered) and event.decision == "cancelled":
+                out.write("[permission request cancelled]\n")
+            elif isinstance(event, ev.Notice):
+                out.write(f"\n({event.level}: {event.text})\n")
             elif isinstance(event, ev.ToolCallFinished):
                 out.write(f"[{event.name} → {event.status.value}]\n")
             elif isinstance(event, ev.TurnEnded):

@@ -4,7 +4,7 @@ Two jobs, both about finding sessions in the durable store by what the user type
 
 - `start_session` gives the chat and `rawtrio -p` their session: a new one, the latest of
   the working directory (`--continue`), a given one (`--resume ID`), or a new copy of
-  either (`--fork`, via `store.fork_session`; the source is left as it was). Opening an
+  either (`--fork`, via `Runtime.fork_session`; the source is left as it was). Opening an
   existing session takes its writer lease — `SessionLocked` while another process has it
   open — and repairs what a killed writer left (the runtime does both).
 - `main` runs the `sessions` subcommands: `list`, `show`, `search`, `export`, `rm`,
@@ -24,7 +24,6 @@ import json
 import signal
 import sys
 import time
-import uuid
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,7 +35,8 @@ from rawtrio import events as ev
 from rawtrio.contracts import ExitCode
 from rawtrio.errors import RawtrioError, SessionLocked, UnknownSession, UsageError
 from rawtrio.frozen import thaw
-from rawtrio.store.base import SessionRecord, SessionStore
+from rawtrio.runtime.runtime import open_runtime
+from rawtrio.store.base import SessionRecord
 from rawtrio.store.paths import default_db_path
 from rawtrio.store.sqlite import SqliteStore
 
@@ -76,11 +76,10 @@ class Choice:
 async def start_session(runtime: Runtime, choice: Choice, options: SessionOptions) -> Session:
     """The live session the run works in. Raises `UsageError`, `UnknownSession`,
     `SessionLocked` (another process has it open) or a store error."""
-    store = runtime.store
     if choice.new:
         return await runtime.create_session(options)
     if choice.continue_:
-        latest = await store.list_sessions(cwd=str(options.cwd))
+        latest = await runtime.list_sessions(cwd=str(options.cwd))
         if not latest:
             raise UsageError(
                 f"--continue: no stored session in {options.cwd} (start one without --continue)"
@@ -88,7 +87,7 @@ async def start_session(runtime: Runtime, choice: Choice, options: SessionOption
         source = latest[0]
     else:
         assert choice.resume is not None
-        source = await store.get_session(await resolve_id(store, choice.resume))
+        source = await runtime.get_session(await resolve_id(runtime, choice.resume))
     cwd = Path(source.cwd)
     if choice.explicit_cwd and cwd != options.cwd:
         raise UsageError(
@@ -99,21 +98,18 @@ async def start_session(runtime: Runtime, choice: Choice, options: SessionOption
     # A resumed session keeps its directory (its system prompt was made for it); provider,
     # model and limits are this run's.
     options = dataclasses.replace(options, cwd=cwd)
-    session_id = source.id
-    if choice.fork:
-        session_id = uuid.uuid4().hex
-        await store.fork_session(source.id, session_id=session_id)
+    session_id = await runtime.fork_session(source.id) if choice.fork else source.id
     return await runtime.open_session(session_id, options)
 
 
-async def resolve_id(store: SessionStore, text: str) -> str:
+async def resolve_id(runtime: Runtime, text: str) -> str:
     """The id `text` names: itself, or the one stored id it is a prefix of."""
     try:
-        return (await store.get_session(text)).id
+        return (await runtime.get_session(text)).id
     except UnknownSession:
         if len(text) < MIN_PREFIX:
             raise
-    found = [r.id for r in await store.list_sessions() if r.id.startswith(text)]
+    found = [r.id for r in await runtime.list_sessions() if r.id.startswith(text)]
     if len(found) > 1:
         raise UsageError(f"{text!r} is the start of {len(found)} session ids; give more of it")
     if not found:
@@ -249,8 +245,11 @@ async def _run(args: argparse.Namespace) -> int:
 async def _command(args: argparse.Namespace) -> int:
     """The command with its errors turned into messages and exit codes."""
     try:
-        async with SqliteStore(default_db_path()) as store:
-            return await COMMANDS[args.command](store, args, sys.stdout)
+        async with (
+            SqliteStore(default_db_path()) as store,
+            open_runtime(store, retention_days=0) as runtime,
+        ):
+            return await COMMANDS[args.command](runtime, args, sys.stdout)
     except SessionLocked as exc:
         print(f"rawtrio: {exc}", file=sys.stderr)
         return ExitCode.SESSION_LOCKED
@@ -266,8 +265,8 @@ def _cwd_filter(value: str | None) -> str | None:
     return None if value is None else str(Path(value).expanduser().resolve())
 
 
-async def _list(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
-    records = await store.list_sessions(cwd=_cwd_filter(args.cwd))
+async def _list(runtime: Runtime, args: argparse.Namespace, out: TextIO) -> int:
+    records = await runtime.list_sessions(cwd=_cwd_filter(args.cwd))
     if args.json:
         out.write(json.dumps([_record_json(r) for r in records], ensure_ascii=False) + "\n")
         return ExitCode.COMPLETED
@@ -284,18 +283,18 @@ async def _list(store: SessionStore, args: argparse.Namespace, out: TextIO) -> i
     return ExitCode.COMPLETED
 
 
-async def _show(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
+async def _show(runtime: Runtime, args: argparse.Namespace, out: TextIO) -> int:
     if args.limit is not None and args.limit < 1:
         raise UsageError(f"--limit: expected a positive integer, got {args.limit}")
-    session_id = await resolve_id(store, args.id)
-    record = await store.get_session(session_id)
-    render_history(record, await store.events_since(session_id, 0), out, turns=args.limit)
+    session_id = await resolve_id(runtime, args.id)
+    record = await runtime.get_session(session_id)
+    render_history(record, await runtime.session_events(session_id), out, turns=args.limit)
     return ExitCode.COMPLETED
 
 
-async def _search(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
+async def _search(runtime: Runtime, args: argparse.Namespace, out: TextIO) -> int:
     query = " ".join(args.query)
-    hits = await store.search(query, cwd=_cwd_filter(args.cwd), limit=max(1, args.limit))
+    hits = await runtime.search(query, cwd=_cwd_filter(args.cwd), limit=max(1, args.limit))
     if args.json:
         rows = [dataclasses.asdict(h) for h in hits]
         out.write(json.dumps(rows, ensure_ascii=False) + "\n")
@@ -308,8 +307,8 @@ async def _search(store: SessionStore, args: argparse.Namespace, out: TextIO) ->
     return ExitCode.COMPLETED
 
 
-async def _export(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
-    text = await store.export_session(await resolve_id(store, args.id), args.format)
+async def _export(runtime: Runtime, args: argparse.Namespace, out: TextIO) -> int:
+    text = await runtime.export_session(await resolve_id(runtime, args.id), args.format)
     if args.output is None:
         out.write(text)
     else:
@@ -317,13 +316,13 @@ async def _export(store: SessionStore, args: argparse.Namespace, out: TextIO) ->
     return ExitCode.COMPLETED
 
 
-async def _rm(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
+async def _rm(runtime: Runtime, args: argparse.Namespace, out: TextIO) -> int:
     # Every id is checked before anything is deleted: a typo deletes nothing.
-    ids = [await resolve_id(store, text) for text in args.ids]
+    ids = [await resolve_id(runtime, text) for text in args.ids]
     code = ExitCode.COMPLETED
     for session_id in dict.fromkeys(ids):
         try:
-            await store.delete_session(session_id)
+            await runtime.delete_session(session_id)
         except SessionLocked as exc:
             print(f"rawtrio: {exc}; not deleted", file=sys.stderr)
             code = ExitCode.SESSION_LOCKED
@@ -332,9 +331,9 @@ async def _rm(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int
     return code
 
 
-async def _rename(store: SessionStore, args: argparse.Namespace, out: TextIO) -> int:
-    session_id = await resolve_id(store, args.id)
-    await store.rename_session(session_id, " ".join(args.title.split()))
+async def _rename(runtime: Runtime, args: argparse.Namespace, out: TextIO) -> int:
+    session_id = await resolve_id(runtime, args.id)
+    await runtime.rename_session(session_id, " ".join(args.title.split()))
     out.write(f"renamed {session_id}\n")
     return ExitCode.COMPLETED
 

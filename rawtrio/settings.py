@@ -1,8 +1,8 @@
-"""Provider and session settings from command-line flags and environment.
+"""A session's options from the configuration files, command-line flags and environment.
 
-Until the configuration file lands, these are the only sources. Flags win over
-environment variables; the SDKs read their own `*_BASE_URL` variables when no
-`--base-url` is given.
+Precedence (docs/configuration.md): flag > `RAWTRIO_*` variable > project file > user file
+> defaults. The provider SDKs read their own `*_BASE_URL` variables when neither a flag
+nor the model's config sets a base URL.
 """
 
 from __future__ import annotations
@@ -25,14 +25,10 @@ from rawtrio.config import (
     save_allow_rule,
     select_tools,
 )
-from rawtrio.contracts import DEFAULT_MAX_STEPS, DEFAULT_SIGTERM_GRACE_S
-from rawtrio.errors import NoCredentials, UsageError
+from rawtrio.errors import UsageError
 from rawtrio.hooks import HookEvent, HookSpec
-from rawtrio.messages import ProviderKind
 from rawtrio.permissions.policy import rules_from_config
 from rawtrio.permissions.rules import PermissionMode, Rule
-from rawtrio.providers import ENV_KEYS
-from rawtrio.providers.base import ProviderSettings
 from rawtrio.runtime.prompt import BASE_PROMPT
 from rawtrio.runtime.session import SessionOptions
 from rawtrio.skills import (
@@ -40,48 +36,10 @@ from rawtrio.skills import (
     default_skill_roots,
     discover_skills,
     load_skill_tool,
-    skill_fingerprints,
     skills_prompt,
 )
 from rawtrio.tools.base import ToolSettings
 from rawtrio.tools.builtin import AVAILABLE_BUILTINS
-
-DEFAULT_MODELS: dict[str, str] = {
-    "anthropic": "claude-sonnet-4-5",
-    "openai-chat": "gpt-5",
-    "openai-responses": "gpt-5",
-}
-
-
-def provider_settings(args: argparse.Namespace) -> ProviderSettings:
-    kind = args.provider or os.environ.get("RAWTRIO_PROVIDER") or "anthropic"
-    if kind not in ENV_KEYS:
-        raise UsageError(f"RAWTRIO_PROVIDER: expected one of {', '.join(ENV_KEYS)}, got {kind!r}")
-    provider: ProviderKind = kind
-    env_var = ENV_KEYS[provider]
-    key = os.environ.get(env_var, "")
-    if not key:
-        raise NoCredentials(kind, env_var)
-    model = args.model or os.environ.get("RAWTRIO_MODEL") or DEFAULT_MODELS[kind]
-    return ProviderSettings(kind=provider, model=model, api_key=key, base_url=args.base_url)
-
-
-def session_options(args: argparse.Namespace) -> SessionOptions:
-    cwd = Path(args.cwd or os.getcwd()).resolve()
-    if not cwd.is_dir():
-        raise UsageError(f"--cwd: {cwd} is not a directory")
-    max_steps = args.max_steps if args.max_steps is not None else DEFAULT_MAX_STEPS
-    if max_steps < 1:
-        raise UsageError(f"--max-steps: expected a positive integer, got {max_steps}")
-    grace = args.sigterm_grace if args.sigterm_grace is not None else DEFAULT_SIGTERM_GRACE_S
-    if grace < 0:
-        raise UsageError(f"--sigterm-grace: expected seconds >= 0, got {grace}")
-    return SessionOptions(
-        cwd=cwd,
-        provider=provider_settings(args),
-        max_steps=max_steps,
-        tools=ToolSettings(sigterm_grace_s=grace),
-    )
 
 
 @dataclass(frozen=True)
@@ -91,8 +49,6 @@ class SessionSetup:
     options: SessionOptions
     notices: tuple[str, ...]
     agent: str
-    #: Skill fingerprints to store with the session (changes are noticed on resume).
-    skill_fingerprints: dict[str, str]
 
 
 async def prepare_session(args: argparse.Namespace, *, headless: bool) -> SessionSetup:
@@ -145,13 +101,13 @@ async def prepare_session(args: argparse.Namespace, *, headless: bool) -> Sessio
         hooks=tuple(hooks),
         extra_tools=extra_tools,
         tool_selection=resolved.select_tools(tool_ids),
+        skills=tuple(skills),
         redactor=variables.redactor,
     )
     return SessionSetup(
         options=options,
         notices=(*resolved.notices, *found.warnings),
         agent=resolved.name,
-        skill_fingerprints=skill_fingerprints(skills),
     )
 
 
@@ -167,6 +123,9 @@ def _resolve_files(args: argparse.Namespace) -> _Found:
     cwd = Path(getattr(args, "cwd", None) or os.getcwd()).resolve()
     if not cwd.is_dir():
         raise UsageError(f"--cwd: {cwd} is not a directory")
+    grace = getattr(args, "sigterm_grace", None)
+    if grace is not None and grace < 0:
+        raise UsageError(f"--sigterm-grace: expected seconds >= 0, got {grace}")
     resolved = resolve_session_config(args, cwd, os.environ)
     extra = [Path(p).expanduser() for p in resolved.skill_dirs]
     discovery = discover_skills(default_skill_roots(cwd, extra))

@@ -99,7 +99,7 @@ async def test_config_becomes_session_options(home: Path) -> None:
     assert "You are the coder." in o.system_prompt
     assert "Run make test" in o.system_prompt
     assert "release" in o.system_prompt
-    assert setup.skill_fingerprints.keys() == {"release"}
+    assert [s.name for s in o.skills] == ["release"]
 
 
 async def test_flags_override_and_bad_config_names_the_key(home: Path) -> None:

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rawtrio.config.schema import PermissionRuleConfig
 from rawtrio.contracts import DeniedBy
 from rawtrio.permissions.rules import (
     Decision,
@@ -25,6 +24,9 @@ from rawtrio.permissions.rules import (
     make_rule,
 )
 from rawtrio.permissions.summary import key_value
+
+if TYPE_CHECKING:  # the config models (pydantic) load only where config is read
+    from rawtrio.config.schema import PermissionRuleConfig
 
 SESSION_ORIGIN = "allowed for this session"
 

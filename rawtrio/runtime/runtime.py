@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -11,15 +12,19 @@ import trio
 
 from rawtrio.contracts import CLEANUP_DEADLINE_S, DEFAULT_RETENTION_DAYS
 from rawtrio.errors import RawtrioError
+from rawtrio.events import Event
 from rawtrio.groups import collapse_group
 from rawtrio.providers.base import Provider, ProviderSettings
 from rawtrio.runtime.prompt import system_prompt
 from rawtrio.runtime.session import PENDING_NOTE_KEY, Session, SessionOptions
-from rawtrio.store.base import SessionStore
+from rawtrio.skills import changed_skills, skill_fingerprints
+from rawtrio.store.base import ExportFormat, SearchHit, SessionRecord, SessionStore
 from rawtrio.tools.registry import ToolRegistry
 from rawtrio.tools.subreaper import become_child_subreaper
 
 log = logging.getLogger(__name__)
+#: Session state key of the skills' fingerprints when the session last ran.
+SKILLS_STATE_KEY = "skill_fingerprints"
 
 ProviderFactory = Callable[[ProviderSettings], Provider]
 RegistryFactory = Callable[[SessionOptions], ToolRegistry]
@@ -96,7 +101,11 @@ class Runtime:
         report = await self.store.open_for_write(session_id)
         try:
             record = await self.store.get_session(session_id)
-            notes = [await self.store.get_state(session_id, PENDING_NOTE_KEY), report.note()]
+            notes = [
+                await self.store.get_state(session_id, PENDING_NOTE_KEY),
+                report.note(),
+                await self._skills_notice(session_id, options),
+            ]
             session = Session(
                 record=record,
                 options=options,
@@ -117,6 +126,56 @@ class Runtime:
             raise
         self._live[session_id] = session
         return session
+
+    async def _skills_notice(self, session_id: str, options: SessionOptions) -> str | None:
+        """Tell the model when its skills changed since the session last ran (the system
+        prompt stays as it was: committed history is never rewritten)."""
+        now = skill_fingerprints(options.skills)
+        before = await self.store.get_state(session_id, SKILLS_STATE_KEY)
+        await self.store.set_state(session_id, SKILLS_STATE_KEY, now)
+        if before is None:
+            return None
+        return changed_skills(before, now, skills=options.skills)
+
+    # --- stored sessions: the operations front ends use instead of the store -------------
+
+    async def list_sessions(self, *, cwd: str | None = None) -> list[SessionRecord]:
+        """Stored sessions, most recently updated first (optionally of one directory)."""
+        return await self.store.list_sessions(cwd=cwd)
+
+    async def get_session(self, session_id: str) -> SessionRecord:
+        return await self.store.get_session(session_id)
+
+    async def session_events(self, session_id: str, after_seq: int = 0) -> list[Event]:
+        """A session's display history (what the user saw), in order."""
+        return await self.store.events_since(session_id, after_seq)
+
+    async def fork_session(self, source_id: str) -> str:
+        """A new session copying another's model context and display history; its id."""
+        session_id = uuid.uuid4().hex
+        await self.store.fork_session(source_id, session_id=session_id)
+        return session_id
+
+    async def rename_session(self, session_id: str, title: str) -> None:
+        await self.store.rename_session(session_id, title)
+        live = self._live.get(session_id)
+        if live is not None:
+            live.record = dataclasses.replace(live.record, title=title)
+
+    async def delete_session(self, session_id: str) -> None:
+        """Delete a stored session; one live in this process is closed first."""
+        live = self._live.pop(session_id, None)
+        if live is not None and not live.closed:
+            await live.close("session deleted")
+        await self.store.delete_session(session_id)
+
+    async def export_session(self, session_id: str, fmt: ExportFormat) -> str:
+        return await self.store.export_session(session_id, fmt)
+
+    async def search(
+        self, query: str, *, cwd: str | None = None, limit: int = 20
+    ) -> list[SearchHit]:
+        return await self.store.search(query, cwd=cwd, limit=limit)
 
     async def aclose(self) -> None:
         """Close every live session (each records its turn's outcome)."""

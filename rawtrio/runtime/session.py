@@ -41,6 +41,7 @@ from rawtrio.redaction import Redactor
 from rawtrio.runtime import loop
 from rawtrio.runtime.subscribers import DEFAULT_BUFFER, SubscriberHub, Subscription
 from rawtrio.runtime.turn import Turn
+from rawtrio.skills import Skill
 from rawtrio.store.base import SessionRecord, SessionStore
 from rawtrio.tools.background import BackgroundJobs, open_background_jobs
 from rawtrio.tools.base import Tool, ToolSettings
@@ -79,6 +80,8 @@ class SessionOptions:
     extra_tools: tuple[Tool, ...] = ()
     #: The tool ids the agent selected, in order; None selects every tool.
     tool_selection: tuple[str, ...] | None = None
+    #: The skills listed in the system prompt; a resumed session is told when they changed.
+    skills: tuple[Skill, ...] = ()
     #: Secret values kept out of tool output, hook receipts and permission prompts.
     redactor: Redactor = field(default_factory=Redactor)
 

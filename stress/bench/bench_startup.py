@@ -105,12 +105,18 @@ async def spawn(argv: list[str], runs: int, env: dict[str, str], cwd: Path) -> S
 
 
 def headless_env(server: FakeModelServer) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_"))}
+    """The environment of a measured run: the fake server, and a throwaway state and
+    config directory, so benchmark sessions never land in the user's own database."""
+    prefixes = ("ANTHROPIC_", "OPENAI_", "RAWTRIO_", "XDG_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
+    scratch = tempfile.mkdtemp(prefix="rawtrio-bench-")
     env.update(
         ANTHROPIC_API_KEY="test-key",
         ANTHROPIC_BASE_URL=server.base_url,
         RAWTRIO_PROVIDER="anthropic",
         RAWTRIO_MODEL="test-model",
+        RAWTRIO_STATE_DIR=str(Path(scratch) / "state"),
+        XDG_CONFIG_HOME=str(Path(scratch) / "config"),
     )
     return env
 

@@ -60,6 +60,9 @@ class Isolation:
         self.cwd.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith(_STRIPPED_PREFIXES)}
         env.update(self.xdg(), HOME=str(self.home), PYTHONUNBUFFERED="1")
+        # These tests are about front ends, signals and sessions, not approval: tools run
+        # without asking unless a test sets another mode (tests/headless/test_permissions.py).
+        env["RAWTRIO_PERMISSION_MODE"] = "bypass"
         env.update(extra or {})
         return env
 
@@ -143,6 +146,20 @@ class LiveRun:
     def wait_for_event(self, type_: str) -> dict[str, Any]:
         """Wait for the first stream-json event of this type (liveness-bounded)."""
         return self.wait_for_line(lambda obj: obj.get("type") == type_)
+
+    def wait_for_text(self, text: str) -> str:
+        """Wait for the first output line containing `text` (liveness-bounded)."""
+        deadline = time.monotonic() + LIVENESS_S
+        while True:
+            try:
+                line = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                raise AssertionError(f"no line with {text!r} within {LIVENESS_S} s") from None
+            if line is None:
+                raise AssertionError(f"rawtrio ended first; stderr: {self.stderr()}")
+            self.lines.append(line)
+            if text in line:
+                return line
 
     def wait_for_line(self, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
         deadline = time.monotonic() + LIVENESS_S

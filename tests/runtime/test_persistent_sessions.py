@@ -11,6 +11,7 @@ from rawtrio.contracts import TurnOutcome
 from rawtrio.messages import ProviderKind, UserMessage, check_pairing
 from rawtrio.runtime.runtime import open_runtime
 from rawtrio.runtime.session import SessionOptions
+from rawtrio.skills import discover_skills
 from rawtrio.store.sqlite import SqliteStore
 from rawtrio.testing.fake_model import Scenario, open_fake_model_server
 from rawtrio.tools.base import ToolSettings
@@ -67,3 +68,35 @@ async def test_cancelled_session_resumes_in_a_new_runtime_with_its_note(
             history = await store.history(session_id, newest_first=False, limit=1000)
             types = [e.type for e in history.events]
             assert types.count("turn_ended") == 2
+
+
+async def test_a_changed_skill_is_announced_in_the_next_message_after_resume(
+    tmp_path: Path,
+) -> None:
+    skill_dir = tmp_path / "skills" / "release"
+    skill_dir.mkdir(parents=True)
+    skill_file = skill_dir / "SKILL.md"
+    skill_file.write_text("---\nname: release\ndescription: Cut a release\n---\nTag it.\n")
+    db = tmp_path / "sessions.db"
+    scenario = {"rules": [{"match": "*", "replies": [{"text": "ok"}]}]}
+    async with open_fake_model_server(Scenario.from_dict(scenario)) as server:
+
+        def options() -> SessionOptions:
+            skills = discover_skills([tmp_path / "skills"]).skills
+            return SessionOptions(
+                cwd=tmp_path, provider=provider_for(server, "anthropic"), skills=skills
+            )
+
+        async with SqliteStore(db) as store, open_runtime(store) as runtime:
+            session = await runtime.create_session(options())
+            await session.run_turn("first")
+            session_id = session.id
+        skill_file.write_text("---\nname: release\ndescription: Cut a release\n---\nTag, push.\n")
+        async with SqliteStore(db) as store, open_runtime(store) as runtime:
+            resumed = await runtime.open_session(session_id, options())
+            await resumed.run_turn("second")
+            sent = resumed.context[-2]
+            assert isinstance(sent, UserMessage)
+            assert "release" in sent.text
+            assert sent.text.endswith("second")
+            assert sent.text != "second"

@@ -1,0 +1,44 @@
+"""`rawtrio config check|init`: validate the configuration, or write a starter file."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+
+from rawtrio.contracts import ExitCode
+from rawtrio.errors import ConfigError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="rawtrio config", description="Configuration files.")
+    sub = p.add_subparsers(dest="action", required=True)
+    check = sub.add_parser("check", help="validate the files and print the resolved agent")
+    check.add_argument("--config", metavar="PATH", help="user config file (env RAWTRIO_CONFIG)")
+    check.add_argument("--agent", help="agent to resolve (env RAWTRIO_AGENT)")
+    check.add_argument("--trust", action="store_true", help="trust this project's config file")
+    init = sub.add_parser("init", help="write a commented starter file")
+    init.add_argument("--config", metavar="PATH", help="where to write it (default: user file)")
+    init.add_argument("--force", action="store_true", help="overwrite an existing file")
+    return p
+
+
+def main(argv: list[str]) -> int:
+    args = build_parser().parse_args(argv)
+    from rawtrio.config import CliOverrides, resolve_session_config, user_config_path, write_starter
+
+    try:
+        if args.action == "init":
+            path, _ = user_config_path(args.config, os.environ)
+            print(f"wrote {write_starter(path, force=args.force)}")
+            return ExitCode.COMPLETED
+        overrides = CliOverrides(config=args.config, agent=args.agent, trust=args.trust)
+        resolved = resolve_session_config(overrides, Path.cwd(), os.environ)
+    except (ConfigError, FileExistsError) as exc:
+        print(f"rawtrio: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    for notice in resolved.notices:
+        print(f"note: {notice}", file=sys.stderr)
+    print(resolved.describe())
+    return ExitCode.COMPLETED

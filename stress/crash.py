@@ -1,0 +1,551 @@
+"""`python -m stress.crash`: SIGKILL a real rawtrio process mid-turn, reopen, check I1, I6, I7.
+
+Each run is a fresh temporary directory with a SQLite store. A child process
+(`stress.crash_child`) creates a session and runs two turns with `bash` calls through the
+real runtime and SDK against this process's fake model server, saying on stdout what it
+has made durable. After a seeded random delay from its `ready` line the parent sends it
+SIGKILL, waits for the tool processes it orphaned to finish, and then:
+
+1. reads the session's rows with a read-only connection (`before`);
+2. reopens the session through the real runtime (`open_runtime(SqliteStore(db))`,
+   `runtime.open_session`), which takes the lease and runs crash recovery, and reads the
+   rows again (`reopened`);
+3. runs a follow-up turn in it against the validating fake server, and reads the rows
+   once more (`after`);
+
+and checks them (`stress.crash_checks`): I1 (pairing, the follow-up accepted with HTTP
+200 and completed), I6 (cut calls get `outcome_unknown` when their start was recorded and
+`cancelled` when not, unfinished turns become `interrupted` with one `turn_ended` each,
+no call ran without a recorded start, ran twice or re-ran; the follow-up carries the
+recovery note) and I7 (every commit, call start and outcome the child reported, and every
+event recorded before one of them, is still there; recovery only appends).
+
+The kill moment is drawn per run from `random.Random(f"{seed}:{run}")`: half of the runs
+are killed at a uniform random time over the baseline run's two turns; the other half
+0–2 ms after the child announced its n-th store write (n random), so kills land inside
+commits too (a write takes about a millisecond: a uniform time would rarely hit one).
+The phase reported is read from the last line the child wrote.
+The seed is printed; `--seed S --run K` replays run K (timing differs a little).
+
+Exit status: 0 when every invariant held, 1 on any violation, 2 for bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import itertools
+import os
+import random
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Final
+
+import trio
+
+from rawtrio.contracts import ToolStatus
+from rawtrio.messages import ProviderKind, ToolResult
+from rawtrio.runtime.runtime import open_runtime
+from rawtrio.store.sqlite import SqliteStore
+from rawtrio.testing.fake_model import FakeModelServer, Scenario, open_fake_model_server
+from stress.crash_checks import CrashObservation, check_crash, read_snapshot
+from stress.crash_child import RUNS_FILE, SCRIPT, session_options
+from stress.invariants import session_processes
+from stress.report import Violation
+
+ROOT: Final = Path(__file__).resolve().parents[1]
+WIRES: Final[tuple[ProviderKind, ...]] = ("anthropic", "openai-chat", "openai-responses")
+#: Liveness bounds (never performance judgements).
+START_LIMIT_S: Final = 60.0
+TURN_LIMIT_S: Final = 30.0
+ORPHAN_LIMIT_S: Final = 5.0
+#: Pause before the scan that confirms no orphan is left (fork → exec takes far less).
+ORPHAN_SETTLE_S: Final = 0.1
+#: Phases a run of the full budget should land kills in (reported when missing).
+EXPECTED_PHASES: Final = ("streaming", "tool running", "writing (commit)")
+
+_EVENT_PHASES: Final = {
+    "step_started": "streaming",
+    "text_delta": "streaming",
+    "thinking_delta": "streaming",
+    "usage": "streaming",
+    "tool_call_announced": "streaming tool call",
+    "tool_call_started": "tool running",
+    "tool_output_delta": "tool running",
+    "tool_call_finished": "tool finished",
+    "user_message": "after commit",
+    "assistant_message": "after commit",
+    "turn_ended": "between turns",
+}
+_LINE_PHASES: Final = {
+    "ready": "before turn",
+    "begun": "turn started",
+    "committed": "after commit",
+    "started": "tool starting",
+    "ended": "between turns",
+    "done": "finished (no kill)",
+}
+
+
+def phase_of(lines: Sequence[str]) -> str:
+    """Where the child was when it died: read from the last line it wrote."""
+    if not lines:
+        return "starting"
+    word, _, rest = lines[-1].partition(" ")
+    if word == "begin":
+        return f"writing ({rest})"
+    if word == "event":
+        kind = rest.split()[-1]
+        return _EVENT_PHASES.get(kind, kind)
+    return _LINE_PHASES.get(word, word)
+
+
+@dataclass(frozen=True)
+class CrashOptions:
+    budget_s: float = 60.0
+    seed: int = 1
+    jobs: int = 2
+    wires: tuple[ProviderKind, ...] = WIRES
+    #: Stop after this many runs (None: as many as the budget allows).
+    max_runs: int | None = None
+    #: Replay only these run numbers.
+    only: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True)
+class KillPlan:
+    mode: str
+    #: Seconds after `ready`, or after the child announced write number `write`.
+    delay_s: float
+    write: int | None = None
+
+    def __str__(self) -> str:
+        if self.write is None:
+            return f"kill {self.delay_s * 1000:.0f} ms after ready"
+        return f"kill {self.delay_s * 1000:.1f} ms into store write #{self.write}"
+
+
+@dataclass
+class ChildLog:
+    #: (seconds after `ready`, line); lines before `ready` have negative times.
+    lines: list[tuple[float, str]] = field(default_factory=list)
+    session_id: str | None = None
+    returncode: int | None = None
+    killed: bool = False
+    startup_s: float = 0.0
+    stderr: str = ""
+
+    @property
+    def texts(self) -> list[str]:
+        return [line for _, line in self.lines]
+
+
+@dataclass
+class CrashRun:
+    index: int | None  # None: the baseline
+    wire: str
+    plan: KillPlan | None  # None: no kill
+    phase: str = "starting"
+    killed: bool = False
+    duration_s: float = 0.0
+    violations: list[Violation] = field(default_factory=list)
+    interrupted: int = 0
+    results: Counter[str] = field(default_factory=Counter)
+    orphans: int = 0
+
+
+@dataclass
+class Timeline:
+    """The baseline run's moments (seconds after `ready`) to draw kill moments from."""
+
+    end_s: float
+    #: (start, end) of each store write.
+    writes: list[tuple[float, float]]
+
+    @staticmethod
+    def of(log: ChildLog) -> Timeline:
+        writes: list[tuple[float, float]] = []
+        began: float | None = None
+        end = 0.0
+        for t, line in log.lines:
+            end = max(end, t)
+            if line.startswith("begin "):
+                began = t
+            elif began is not None and line.split(" ", 1)[0] in _LINE_PHASES:
+                writes.append((began, t))
+                began = None
+        return Timeline(end, writes)
+
+    def draw(self, rng: random.Random) -> KillPlan:
+        if self.writes and rng.random() < 0.5:
+            nth = rng.randrange(len(self.writes)) + 1
+            return KillPlan("at a store write", rng.uniform(0.0, 0.002), nth)
+        return KillPlan("uniform", rng.uniform(0.0, self.end_s * 1.05))
+
+
+@dataclass
+class CrashReport:
+    budget_s: float
+    seed: int
+    jobs: int
+    baseline: CrashRun | None = None
+    timeline: Timeline | None = None
+    runs: list[CrashRun] = field(default_factory=list)
+    elapsed_s: float = 0.0
+    error: str | None = None
+
+    @property
+    def violations(self) -> list[tuple[CrashRun, Violation]]:
+        runs = [self.baseline, *self.runs] if self.baseline else self.runs
+        return [(r, v) for r in runs for v in r.violations]
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None and self.baseline is not None and not self.violations
+
+
+async def run_child(
+    db: Path, cwd: Path, wire: ProviderKind, server: FakeModelServer, plan: KillPlan | None
+) -> ChildLog:
+    """Run the child and SIGKILL it as `plan` says (None: let it finish)."""
+    base_url = server.base_url if wire == "anthropic" else server.openai_base_url
+    argv = [sys.executable, "-m", "stress.crash_child", str(db), str(cwd), wire, base_url]
+    log = ChildLog()
+    started = time.monotonic()
+    ready_at = started
+    ready = trio.Event()
+    anchor = trio.Event()
+    writes = 0
+    process = await trio.lowlevel.open_process(
+        argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
+    )
+    assert process.stdout is not None
+    assert process.stderr is not None
+
+    async def read_lines(stream: trio.abc.ReceiveStream) -> None:
+        nonlocal ready_at, writes
+        buffer = b""
+        while chunk := await stream.receive_some():
+            buffer += chunk
+            *complete, buffer = buffer.split(b"\n")
+            now = time.monotonic()
+            for raw in complete:
+                line = raw.decode()
+                if line.startswith("ready ") and log.session_id is None:
+                    log.session_id = line.split()[1]
+                    ready_at = now
+                    log.startup_s = now - started
+                    ready.set()
+                log.lines.append((now - ready_at if log.session_id else -1.0, line))
+                if line.startswith("begin "):
+                    writes += 1
+                    if plan is not None and writes == plan.write:
+                        anchor.set()
+        ready.set()  # the child is gone, ready or not
+        anchor.set()
+
+    async def read_stderr(stream: trio.abc.ReceiveStream) -> None:
+        data = b""
+        while chunk := await stream.receive_some():
+            data = (data + chunk)[-4000:]
+        log.stderr = data.decode(errors="replace")
+
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(read_lines, process.stdout)
+            nursery.start_soon(read_stderr, process.stderr)
+            with trio.move_on_after(START_LIMIT_S):
+                await ready.wait()
+            if plan is not None and log.session_id is not None:
+                if plan.write is not None:
+                    await anchor.wait()
+                await trio.sleep(plan.delay_s)
+            if process.returncode is None and (plan is not None or log.session_id is None):
+                process.send_signal(signal.SIGKILL)
+            with trio.move_on_after(TURN_LIMIT_S):
+                await process.wait()
+    finally:
+        if process.returncode is None:
+            process.kill()
+            with trio.CancelScope(shield=True):
+                await process.wait()
+    log.returncode = process.returncode
+    log.killed = process.returncode == -signal.SIGKILL
+    return log
+
+
+async def wait_for_orphans(session_id: str) -> int:
+    """Wait for the tool processes the killed child left; kill those that outstay the bound.
+
+    Returns how many there were. A process the child forked just before it died shows
+    the child's environment (without the session marker) until it execs, so the scan is
+    repeated after a pause until one finds nothing. (Orphans are re-parented to this
+    process when it is a child subreaper, hence `reap_zombies`.)
+    """
+    seen: set[int] = set()
+    found: list[int] = []
+    with trio.move_on_after(ORPHAN_LIMIT_S):
+        while True:
+            found = await trio.to_thread.run_sync(session_processes, session_id)
+            seen.update(found)
+            if not found:
+                await trio.sleep(ORPHAN_SETTLE_S)
+                found = await trio.to_thread.run_sync(session_processes, session_id)
+                seen.update(found)
+                if not found:
+                    break
+            await trio.sleep(0.01)
+    for pid in found:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    return len(seen)
+
+
+#: The commands the tool processes run; only zombies of these are reaped here.
+_TOOL_COMMANDS: Final = frozenset({b"bash", b"sh", b"sleep"})
+
+
+def reap_zombies() -> None:
+    """Reap exited tool processes re-parented to this process.
+
+    Only zombies of the tool commands are touched: the children trio awaits (the crash
+    children, Python) are never taken from it.
+    """
+    me = os.getpid()
+    for name in os.listdir("/proc"):
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                stat = f.read()
+        except OSError:
+            continue
+        comm = stat[stat.find(b"(") + 1 : stat.rfind(b")")]
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if fields[:1] == [b"Z"] and int(fields[1]) == me and comm in _TOOL_COMMANDS:
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(int(name), os.WNOHANG)
+
+
+async def run_one(
+    server: FakeModelServer,
+    tmp: Path,
+    run: CrashRun,
+    wire: ProviderKind,
+) -> ChildLog | None:
+    """One child, killed (or not, for the baseline), then reopened and checked."""
+    started = time.monotonic()
+    db, cwd = tmp / "sessions.db", tmp / "work"
+    await trio.Path(cwd).mkdir(parents=True)
+    try:
+        log = await run_child(db, cwd, wire, server, run.plan)
+    except Exception as exc:
+        run.violations.append(Violation("harness", f"the child could not run: {exc!r}"))
+        return None
+    run.phase = phase_of(log.texts)
+    run.killed = log.killed
+    if log.session_id is None:
+        tail = log.stderr.strip().splitlines()[-3:]
+        run.violations.append(
+            Violation("harness", f"the child never got ready (exit {log.returncode}): {tail}")
+        )
+        return log
+    if not log.killed and log.returncode != 0:
+        tail = log.stderr.strip().splitlines()[-3:]
+        run.violations.append(Violation("harness", f"the child failed ({log.returncode}): {tail}"))
+    run.orphans = await wait_for_orphans(log.session_id)
+    reap_zombies()
+    try:
+        observation = await reopen(server, db, cwd, wire, log, f"crash-followup {run.index}")
+    except Exception as exc:  # a crash of the reopen is a finding, not the end of the suite
+        run.violations.append(Violation("I6", f"the reopen raised {type(exc).__name__}: {exc}"))
+        return log
+    run.violations += check_crash(observation)
+    before = observation.before
+    run.interrupted = sum(1 for o in before.turns.values() if o is None)
+    for msg in observation.reopened.messages()[len(before.context) :]:
+        if isinstance(msg, ToolResult):
+            run.results[msg.status.value] += 1
+    run.duration_s = time.monotonic() - started
+    return log
+
+
+async def reopen(
+    server: FakeModelServer, db: Path, cwd: Path, wire: ProviderKind, log: ChildLog, prompt: str
+) -> CrashObservation:
+    assert log.session_id is not None
+    session_id = log.session_id
+    runs = trio.Path(cwd / RUNS_FILE)
+    runs_before = (await runs.read_text()).splitlines() if await runs.exists() else []
+    before = await trio.to_thread.run_sync(read_snapshot, db, session_id)
+    base_url = server.base_url if wire == "anthropic" else server.openai_base_url
+    seen = len(server.requests)
+    outcome: str | None = "hung"
+    async with SqliteStore(db) as store, open_runtime(store, retention_days=0) as runtime:
+        session = await runtime.open_session(session_id, session_options(cwd, wire, base_url))
+        context = list(session.context)
+        reopened = await trio.to_thread.run_sync(read_snapshot, db, session_id)
+        with trio.move_on_after(TURN_LIMIT_S):
+            outcome = (await session.run_turn(prompt)).outcome.value
+        context_after = list(session.context)
+    followups = [r for r in server.requests[seen:] if r.user_text and prompt in r.user_text]
+    return CrashObservation(
+        lines=log.texts,
+        before=before,
+        reopened=reopened,
+        after=await trio.to_thread.run_sync(read_snapshot, db, session_id),
+        context=context,
+        runs_before=runs_before,
+        runs_after=(await runs.read_text()).splitlines() if await runs.exists() else [],
+        followup_outcome=outcome,
+        followup_statuses=[r.status for r in followups],
+        followup_user_texts=[r.user_text or "" for r in followups],
+        context_after_followup=context_after,
+    )
+
+
+async def run_crash(options: CrashOptions) -> CrashReport:
+    """Kill and reopen as many runs as `options.budget_s` allows; never raises on findings."""
+    report = CrashReport(options.budget_s, options.seed, options.jobs)
+    started = time.monotonic()
+    deadline = trio.current_time() + options.budget_s
+    async with open_fake_model_server(Scenario.from_dict(SCRIPT)) as server:
+        with tempfile.TemporaryDirectory(prefix="rawtrio-crash-") as tmp_dir:
+            tmp = Path(tmp_dir)
+            baseline = CrashRun(None, "openai-chat", None)
+            log = await run_one(server, tmp / "baseline", baseline, "openai-chat")
+            report.baseline = baseline
+            if log is None or log.session_id is None or baseline.violations:
+                report.error = "the baseline run (no kill) failed"
+                report.elapsed_s = time.monotonic() - started
+                return report
+            timeline = report.timeline = Timeline.of(log)
+            durations = [baseline.duration_s]
+            numbers = iter(options.only) if options.only else itertools.count(1)
+
+            started_runs = 0
+
+            async def worker() -> None:
+                nonlocal started_runs
+                for index in numbers:
+                    if options.max_runs is not None and started_runs >= options.max_runs:
+                        return
+                    expected = sum(durations[-6:]) / len(durations[-6:])
+                    late = trio.current_time() + expected > deadline
+                    if late and started_runs and not options.only:
+                        return  # at least one kill, however small the budget
+                    started_runs += 1
+                    rng = random.Random(f"{options.seed}:{index}")
+                    wire = rng.choice(options.wires)
+                    run = CrashRun(index, wire, timeline.draw(rng))
+                    await run_one(server, tmp / f"run{index}", run, wire)
+                    durations.append(run.duration_s or expected)
+                    report.runs.append(run)
+
+            async with trio.open_nursery() as nursery:
+                for _ in range(max(1, options.jobs)):
+                    nursery.start_soon(worker)
+    report.runs.sort(key=lambda r: r.index or 0)
+    report.elapsed_s = time.monotonic() - started
+    return report
+
+
+def format_report(report: CrashReport) -> str:
+    lines = [
+        f"rawtrio crash stress: budget {report.budget_s:g} s, seed {report.seed} "
+        f"(replay: python -m stress.crash --seed {report.seed}), {report.jobs} concurrent run(s)"
+    ]
+    b, t = report.baseline, report.timeline
+    if b is not None and t is not None:
+        lines.append(
+            f"   baseline (no kill): turns {t.end_s:.2f} s after ready, "
+            f"{len(t.writes)} store writes, {'ok' if not b.violations else 'FAILED'}"
+        )
+    runs = report.runs
+    killed = sum(r.killed for r in runs)
+    lines.append(f"   runs: {len(runs)} ({killed} killed, {len(runs) - killed} finished first)")
+    if runs:
+        wires = Counter(r.wire for r in runs)
+        modes = Counter(r.plan.mode for r in runs if r.plan)
+        phases = Counter(r.phase for r in runs)
+        lines.append("   wires: " + ", ".join(f"{w} {n}" for w, n in sorted(wires.items())))
+        lines.append("   kill moments: " + ", ".join(f"{m} {n}" for m, n in sorted(modes.items())))
+        lines.append("   phases: " + ", ".join(f"{p} {n}" for p, n in phases.most_common()))
+        results: Counter[str] = Counter()
+        for r in runs:
+            results.update(r.results)
+        lines.append(
+            f"   recovered: {sum(r.interrupted for r in runs)} interrupted turn(s); results "
+            f"{results[ToolStatus.OUTCOME_UNKNOWN.value]} outcome_unknown, "
+            f"{results[ToolStatus.CANCELLED.value]} cancelled; "
+            f"{sum(r.orphans for r in runs)} orphaned tool process(es) outlived the kill"
+        )
+        missing = [p for p in EXPECTED_PHASES if p not in phases]
+        if missing and len(runs) >= 12:
+            lines.append(f"   note: no kill landed in {', '.join(missing)} (a larger budget helps)")
+    if report.error:
+        lines.append(f"   FAIL {report.error}")
+    for run, v in report.violations:
+        where = "baseline" if run.index is None else f"run {run.index}"
+        lines.append(
+            f"   FAIL {v.invariant} {where} ({run.wire}, {run.plan}, {run.phase}): {v.text}"
+        )
+    rate = len(runs) / report.elapsed_s if report.elapsed_s else 0.0
+    verdict = (
+        "all invariants held" if report.ok else f"FAILED ({len(report.violations)} finding(s))"
+    )
+    lines.append(f"== {len(runs)} runs in {report.elapsed_s:.1f} s ({rate:.2f} runs/s); {verdict}")
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str] | None = None) -> CrashOptions:
+    parser = argparse.ArgumentParser(
+        prog="python -m stress.crash",
+        description="SIGKILL a rawtrio process at random points of turns with tools, reopen "
+        "the session, and check invariants I1, I6, I7.",
+    )
+    parser.add_argument("--budget", type=float, default=60.0, help="seconds (default 60)")
+    parser.add_argument("--seed", type=int, default=None, help="seed (default: a new one)")
+    parser.add_argument("--jobs", type=int, default=2, help="runs at the same time (default 2)")
+    parser.add_argument("--wire", action="append", choices=WIRES, help="repeatable; default all")
+    parser.add_argument("--max-runs", type=int, default=None, help="stop after N runs")
+    parser.add_argument(
+        "--run", type=int, action="append", metavar="K", help="replay only run K (repeatable)"
+    )
+    args = parser.parse_args(argv)
+    if args.budget <= 0 or args.jobs < 1 or (args.max_runs is not None and args.max_runs < 1):
+        parser.error("--budget, --jobs and --max-runs must be positive")
+    seed = args.seed if args.seed is not None else random.SystemRandom().randrange(1, 10**6)
+    return CrashOptions(
+        budget_s=args.budget,
+        seed=seed,
+        jobs=args.jobs,
+        wires=tuple(args.wire or WIRES),
+        max_runs=args.max_runs,
+        only=tuple(args.run or ()),
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    options = parse_args(argv)
+    print(f"rawtrio crash stress: seed {options.seed}", flush=True)
+    # The OpenAI SDK's streams leave exhausted async generators to the GC (STACK-NOTES.md).
+    warnings.filterwarnings(
+        "ignore", message="Async generator .* was garbage collected", category=ResourceWarning
+    )
+    report = trio.run(partial(run_crash, options))
+    print(format_report(report), flush=True)
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
