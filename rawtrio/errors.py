@@ -130,3 +130,16 @@ class StreamCut(ProviderError):
 
 class MalformedStream(ProviderError):
     pass
+
+
+def exit_code_for(exc: RawtrioError) -> int:
+    """The exit code (DESIGN.md §3a) a front end ends with when `exc` stops it."""
+    from rawtrio.contracts import ExitCode
+
+    if isinstance(exc, SessionLocked):
+        return ExitCode.SESSION_LOCKED
+    if isinstance(exc, NoCredentials):
+        return ExitCode.NO_CREDENTIALS
+    if isinstance(exc, UsageError | ConfigError | UnknownSession):
+        return ExitCode.USAGE
+    return ExitCode.ERROR

@@ -33,18 +33,14 @@ from rawtrio import events as ev
 from rawtrio.cli import Interrupted, SignalLatch
 from rawtrio.contracts import ExitCode, TurnOutcome
 from rawtrio.errors import (
-    ConfigError,
-    NoCredentials,
     RawtrioError,
-    SessionLocked,
-    UnknownSession,
     UsageError,
 )
 from rawtrio.groups import collapse_group
 from rawtrio.runtime.runtime import open_runtime
 from rawtrio.runtime.session import Session
 from rawtrio.runtime.subscribers import Subscription
-from rawtrio.sessions_cli import Choice, start_session
+from rawtrio.sessions_cli import Choice, fail, start_session
 from rawtrio.settings import prepare_session
 from rawtrio.store.paths import default_db_path
 from rawtrio.store.sqlite import SqliteStore
@@ -85,12 +81,8 @@ async def run(
             return SIGNAL_EXIT[latch.received[0]]
         try:
             setup = await prepare_session(args, headless=True)
-        except NoCredentials as exc:
-            print(f"rawtrio: {exc}", file=sys.stderr)
-            return ExitCode.NO_CREDENTIALS
-        except (ConfigError, UsageError) as exc:
-            print(f"rawtrio: {exc}", file=sys.stderr)
-            return ExitCode.USAGE
+        except RawtrioError as exc:
+            return fail(exc)
         for notice in setup.notices:
             print(f"rawtrio: {notice}", file=sys.stderr)
         options = setup.options
@@ -98,15 +90,8 @@ async def run(
             async with SqliteStore(default_db_path()) as store, open_runtime(store) as runtime:
                 session = await start_session(runtime, choice, options)
                 ended = await _run_turn(session, prompt, output_format, signals, latch)
-        except SessionLocked as exc:
-            print(f"rawtrio: {exc}", file=sys.stderr)
-            return ExitCode.SESSION_LOCKED
-        except (UnknownSession, UsageError) as exc:
-            print(f"rawtrio: {exc}", file=sys.stderr)
-            return ExitCode.USAGE
         except RawtrioError as exc:
-            print(f"rawtrio: {exc}", file=sys.stderr)
-            return ExitCode.ERROR
+            return fail(exc)
     return _report(ended, latch)
 
 

@@ -25,17 +25,13 @@ from rawtrio import events as ev
 from rawtrio.cli import Interrupted, SignalLatch
 from rawtrio.contracts import ExitCode
 from rawtrio.errors import (
-    ConfigError,
-    NoCredentials,
     RawtrioError,
-    SessionLocked,
-    UnknownSession,
     UsageError,
 )
 from rawtrio.permissions.approval import AlwaysScope, ApprovalDecision
 from rawtrio.runtime.runtime import Runtime, open_runtime
 from rawtrio.runtime.session import Session
-from rawtrio.sessions_cli import Choice, render_history, start_session
+from rawtrio.sessions_cli import Choice, fail, render_history, start_session
 from rawtrio.settings import prepare_session
 from rawtrio.store.paths import default_db_path
 from rawtrio.store.sqlite import SqliteStore
@@ -61,12 +57,8 @@ def main(args: argparse.Namespace, latch: SignalLatch | None = None) -> int:
 async def run(args: argparse.Namespace, choice: Choice) -> int:
     try:
         setup = await prepare_session(args, headless=False)
-    except NoCredentials as exc:
-        print(f"rawtrio: {exc}", file=sys.stderr)
-        return ExitCode.NO_CREDENTIALS
-    except (ConfigError, UsageError) as exc:
-        print(f"rawtrio: {exc}", file=sys.stderr)
-        return ExitCode.USAGE
+    except RawtrioError as exc:
+        return fail(exc)
     for notice in setup.notices:
         print(f"rawtrio: {notice}", file=sys.stderr)
     options = setup.options
@@ -76,15 +68,8 @@ async def run(args: argparse.Namespace, choice: Choice) -> int:
             exit_code = await _chat(session, resumed=not choice.new)
             await session.close("leaving the chat")
             await _forget_if_empty(runtime, session.id, created=choice.new)
-    except SessionLocked as exc:
-        print(f"rawtrio: {exc}", file=sys.stderr)
-        return ExitCode.SESSION_LOCKED
-    except (UnknownSession, UsageError) as exc:
-        print(f"rawtrio: {exc}", file=sys.stderr)
-        return ExitCode.USAGE
     except RawtrioError as exc:
-        print(f"rawtrio: {exc}", file=sys.stderr)
-        return ExitCode.ERROR
+        return fail(exc)
     return exit_code
 
 

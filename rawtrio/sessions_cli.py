@@ -33,7 +33,7 @@ import trio
 
 from rawtrio import events as ev
 from rawtrio.contracts import ExitCode
-from rawtrio.errors import RawtrioError, SessionLocked, UnknownSession, UsageError
+from rawtrio.errors import RawtrioError, SessionLocked, UnknownSession, UsageError, exit_code_for
 from rawtrio.frozen import thaw
 from rawtrio.runtime.runtime import open_runtime
 from rawtrio.store.base import SessionRecord
@@ -250,15 +250,17 @@ async def _command(args: argparse.Namespace) -> int:
             open_runtime(store, retention_days=0) as runtime,
         ):
             return await COMMANDS[args.command](runtime, args, sys.stdout)
-    except SessionLocked as exc:
-        print(f"rawtrio: {exc}", file=sys.stderr)
-        return ExitCode.SESSION_LOCKED
-    except (UnknownSession, UsageError) as exc:
-        print(f"rawtrio: {exc}", file=sys.stderr)
-        return ExitCode.USAGE
-    except (RawtrioError, OSError) as exc:
+    except RawtrioError as exc:
+        return fail(exc)
+    except OSError as exc:
         print(f"rawtrio: {exc}", file=sys.stderr)
         return ExitCode.ERROR
+
+
+def fail(exc: RawtrioError) -> int:
+    """Say on stderr what stopped a front end; return its exit code."""
+    print(f"rawtrio: {exc}", file=sys.stderr)
+    return exit_code_for(exc)
 
 
 def _cwd_filter(value: str | None) -> str | None:
