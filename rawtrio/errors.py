@@ -45,10 +45,15 @@ class NoCredentials(RawtrioError):
     def __init__(self, provider: str, env_var: str) -> None:
         self.provider = provider
         self.env_var = env_var
-        super().__init__(
-            f"no API key for {provider}: set {env_var} in the environment "
-            f"(for a local OpenAI-compatible server any non-empty value works, "
+        hint = (
+            f" (for a local OpenAI-compatible server any non-empty value works, "
             f"e.g. {env_var}=local with --base-url)"
+            if provider.startswith("openai")
+            else ""
+        )
+        super().__init__(
+            f"no API key for {provider}: set {env_var} in the environment, or point the "
+            f"model's api_key at a variable in the config (rawtrio config init){hint}"
         )
 
 

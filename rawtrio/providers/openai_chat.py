@@ -233,7 +233,9 @@ class OpenAIChatProvider:
         self, request: ModelRequest
     ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
         # OpenAI's reasoning models refuse `max_tokens`; many compatible servers only know it.
-        limit_key = "max_completion_tokens" if self.settings.base_url is None else "max_tokens"
+        # (`base_url` may come from OPENAI_BASE_URL, so ask the client where it points.)
+        official = self._client.base_url.host == "api.openai.com"
+        limit_key = "max_completion_tokens" if official else "max_tokens"
         extra = {limit_key: request.max_tokens, **self.settings.extra, **thaw(request.extra)}
 
         async def start() -> openai.AsyncStream[ChatCompletionChunk]:
