@@ -22,7 +22,7 @@ import trio
 
 from rawtrio.contracts import CLEANUP_DEADLINE_S
 from rawtrio.errors import MalformedStream, ProviderError
-from rawtrio.providers.base import StreamDone, StreamEvent
+from rawtrio.providers.base import ProviderSettings, StreamDone, StreamEvent
 from rawtrio.providers.errors import SdkErrorTypes, translate_sdk_error
 
 
@@ -121,3 +121,14 @@ async def _next(sdk_stream: SdkStream) -> Any:
         return await sdk_stream.__anext__()
     except StopAsyncIteration:
         return _END
+
+
+def client_options(settings: ProviderSettings) -> dict[str, Any]:
+    """The SDK client arguments every adapter passes (both SDKs take the same names)."""
+    return {
+        "api_key": settings.api_key,
+        "base_url": settings.base_url,
+        "timeout": settings.request_timeout_s,
+        "max_retries": settings.max_retries,
+        "default_headers": dict(settings.default_headers) or None,
+    }

@@ -44,7 +44,7 @@ from rawtrio.messages import (
     ToolCall,
     ToolResult,
 )
-from rawtrio.providers._stream import open_event_stream
+from rawtrio.providers._stream import client_options, open_event_stream
 from rawtrio.providers.base import (
     ModelRequest,
     ProviderSettings,
@@ -262,13 +262,7 @@ class AnthropicProvider:
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
-        self._client = anthropic.AsyncAnthropic(
-            api_key=settings.api_key,
-            base_url=settings.base_url,
-            timeout=settings.request_timeout_s,
-            max_retries=settings.max_retries,
-            default_headers=dict(settings.default_headers) or None,
-        )
+        self._client = anthropic.AsyncAnthropic(**client_options(settings))
 
     def stream(
         self, request: ModelRequest
