@@ -10,8 +10,8 @@ stdout, so this module drives its `_GroupRun` directly and adds a stdin writer a
 reader next to it.
 
 Exception-group policy: the nursery here runs the stdin writer, the stderr reader and the
-wait; `_collapse_group` turns what it raises back into one plain exception, so callers can
-`except trio.Cancelled` and `except OSError` as usual.
+wait; `rawtrio.groups.collapse_group` turns what it raises back into one plain exception,
+so callers can `except trio.Cancelled` and `except OSError` as usual.
 """
 
 from __future__ import annotations
@@ -27,11 +27,11 @@ from typing import Final
 import trio
 
 from rawtrio.contracts import CLEANUP_DEADLINE_S
+from rawtrio.groups import collapse_group
 from rawtrio.tools.bounded_output import BoundedOutput
 from rawtrio.tools.process_group import (
     EndedBy,
     ProcessResult,
-    _collapse_group,
     _GroupRun,
     child_environment,
 )
@@ -98,7 +98,7 @@ async def run_hook_process(
     watch.pid = proc.pid
     ended_by = EndedBy.CANCEL  # unless the wait below finishes
     try:
-        with _collapse_group():
+        with collapse_group():
             async with trio.open_nursery() as nursery:
                 nursery.start_soon(_feed_stdin, proc, stdin)
                 nursery.start_soon(errors.read)
@@ -113,7 +113,7 @@ async def run_hook_process(
     finally:
         with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
             cleanup.shield = True
-            with _collapse_group():
+            with collapse_group():
                 async with trio.open_nursery() as nursery:
                     if not errors.eof.is_set():
                         nursery.start_soon(errors.read)

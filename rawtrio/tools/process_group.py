@@ -29,7 +29,6 @@ whole grace period.
 from __future__ import annotations
 
 import codecs
-import contextlib
 import enum
 import fnmatch
 import math
@@ -37,7 +36,7 @@ import os
 import signal
 import subprocess
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
@@ -45,6 +44,7 @@ from typing import Final
 import trio
 
 from rawtrio.contracts import CLEANUP_DEADLINE_S, DEFAULT_SIGTERM_GRACE_S, DEFAULT_TOOL_OUTPUT_CAP
+from rawtrio.groups import collapse_group
 from rawtrio.tools.bounded_output import BoundedOutput
 from rawtrio.tools.subreaper import CALL_ENV_VAR as CALL_ENV_VAR
 from rawtrio.tools.subreaper import SESSION_ENV_VAR as SESSION_ENV_VAR
@@ -244,7 +244,7 @@ class _GroupRun:
             self.on_output(text)
 
     async def until_leader_exits(self) -> None:
-        with _collapse_group():
+        with collapse_group():
             await self._until_leader_exits()
 
     async def _until_leader_exits(self) -> None:
@@ -330,39 +330,6 @@ class _GroupRun:
             sigterm_sent=self.sigterm_sent,
             killed=self.killed,
         )
-
-
-@contextlib.contextmanager
-def _collapse_group() -> Iterator[None]:
-    """Exception-group policy for this module's nurseries: callers see plain exceptions.
-
-    A cancel reaches both the reader task and the waiting body, so the nursery raises a
-    group of `trio.Cancelled`; re-raise one of them so callers can `except trio.Cancelled`.
-    A group with exactly one other exception (e.g. from `on_output`) raises that exception;
-    anything else propagates as the group.
-    """
-    try:
-        yield
-    except BaseExceptionGroup as group:
-        cancelled, rest = group.split(trio.Cancelled)
-        if rest is None and cancelled is not None:
-            raise _first_leaf(cancelled) from None
-        if rest is not None:
-            leaves = _leaves(rest)
-            if len(leaves) == 1:
-                raise leaves[0] from None
-        raise
-
-
-def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:
-    found: list[BaseException] = []
-    for exc in group.exceptions:
-        found.extend(_leaves(exc) if isinstance(exc, BaseExceptionGroup) else [exc])
-    return found
-
-
-def _first_leaf(group: BaseExceptionGroup[BaseException]) -> BaseException:
-    return _leaves(group)[0]
 
 
 def _live_member_in_proc(pgid: int) -> bool:
