@@ -1,5 +1,3 @@
-import sys
+from rawtrio.entry import main
 
-from rawtrio.cli import main
-
-sys.exit(main())
+main()

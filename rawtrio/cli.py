@@ -94,9 +94,11 @@ def build_parser() -> argparse.ArgumentParser:
         prog="rawtrio",
         description="A local coding agent with strict cancellation.",
         epilog="Stored sessions: rawtrio sessions {list,show,search,export,rm,rename} "
-        "(rawtrio sessions --help). Configuration: rawtrio config {check,init}.",
+        "(rawtrio sessions --help). Configuration: rawtrio config {check,init}. "
+        "MCP servers: rawtrio mcp {list,test,import}. "
+        "Editors (Agent Client Protocol): rawtrio acp [--ws].",
     )
-    p.add_argument("--version", action="version", version=f"rawtrio {__version__}")
+    p.add_argument("-V", "--version", action="version", version=f"rawtrio {__version__}")
     p.add_argument(
         "-p",
         "--print",
@@ -109,34 +111,8 @@ def build_parser() -> argparse.ArgumentParser:
         choices=("text", "json", "stream-json"),
         help="headless output: the answer text (default), one JSON result, or JSON lines",
     )
-    p.add_argument(
-        "--provider",
-        choices=PROVIDERS,
-        help="wire format of the model endpoint (env RAWTRIO_PROVIDER; default anthropic)",
-    )
-    p.add_argument("--model", help="model id (env RAWTRIO_MODEL)")
-    p.add_argument(
-        "--base-url",
-        help="endpoint base URL (env ANTHROPIC_BASE_URL / OPENAI_BASE_URL are read by the SDKs)",
-    )
-    p.add_argument(
-        "--max-steps", type=int, metavar="N", help="model requests per turn (default 50)"
-    )
+    add_session_flags(p)
     p.add_argument("--cwd", help="working directory of the session (default: current)")
-    p.add_argument(
-        "--sigterm-grace",
-        type=float,
-        metavar="SECONDS",
-        help="grace between SIGTERM and SIGKILL for tool processes (default 2)",
-    )
-    p.add_argument("--config", metavar="PATH", help="user config file (env RAWTRIO_CONFIG)")
-    p.add_argument("--agent", help="agent from the config to use (env RAWTRIO_AGENT)")
-    p.add_argument(
-        "--mode",
-        dest="permission_mode",
-        choices=("default", "accept-edits", "plan", "bypass"),
-        help="permission mode (env RAWTRIO_PERMISSION_MODE; default from the agent)",
-    )
     p.add_argument(
         "--trust",
         action="store_true",
@@ -163,7 +139,48 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="with --continue or --resume: run in a new copy of that session, leaving it as it was",
     )
+    p.add_argument(
+        "--plain",
+        action="store_true",
+        help="the line-mode chat instead of the full-screen one (also used without a terminal)",
+    )
+    p.add_argument(
+        "--demo",
+        action="store_true",
+        help="an offline demo of the chat against the built-in fake model (docs/tui.md)",
+    )
     return p
+
+
+def add_session_flags(p: argparse.ArgumentParser) -> None:
+    """The flags that choose a session's model, agent and limits (every front end)."""
+    p.add_argument(
+        "--provider",
+        choices=PROVIDERS,
+        help="wire format of the model endpoint (env RAWTRIO_PROVIDER; default anthropic)",
+    )
+    p.add_argument("--model", help="model id (env RAWTRIO_MODEL)")
+    p.add_argument(
+        "--base-url",
+        help="endpoint base URL (env ANTHROPIC_BASE_URL / OPENAI_BASE_URL are read by the SDKs)",
+    )
+    p.add_argument(
+        "--max-steps", type=int, metavar="N", help="model requests per turn (default 50)"
+    )
+    p.add_argument(
+        "--sigterm-grace",
+        type=float,
+        metavar="SECONDS",
+        help="grace between SIGTERM and SIGKILL for tool processes (default 2)",
+    )
+    p.add_argument("--config", metavar="PATH", help="user config file (env RAWTRIO_CONFIG)")
+    p.add_argument("--agent", help="agent from the config to use (env RAWTRIO_AGENT)")
+    p.add_argument(
+        "--mode",
+        dest="permission_mode",
+        choices=("default", "accept-edits", "plan", "bypass"),
+        help="permission mode (env RAWTRIO_PERMISSION_MODE; default from the agent)",
+    )
 
 
 def run(argv: list[str] | None = None, latch: SignalLatch | None = None) -> int:
@@ -181,18 +198,30 @@ def run(argv: list[str] | None = None, latch: SignalLatch | None = None) -> int:
         from rawtrio.config_cli import main as config_main
 
         return config_main(argv[1:])
+    if argv[:1] == ["mcp"]:  # `rawtrio mcp list|test|import` (docs/mcp.md)
+        from rawtrio.mcp_cli import main as mcp_main
+
+        return mcp_main(argv[1:])
+    if argv[:1] == ["acp"]:  # `rawtrio acp [--ws]`: the Agent Client Protocol (docs/acp.md)
+        from rawtrio.acp.cli import main as acp_main
+
+        return acp_main(argv[1:], latch)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.prompt is None and args.output_format is not None:
         parser.error("--output-format applies only to headless runs (-p PROMPT)")
     if args.fork and not (args.continue_ or args.resume):
         parser.error("--fork needs --continue or --resume ID (the session to copy)")
+    if args.demo and (args.prompt is not None or args.plain):
+        parser.error("--demo runs the full-screen chat: leave out -p and --plain")
     try:
         with latch.raising():
             if args.prompt is not None:
                 from rawtrio.headless import main as front_end
-            else:
+            elif not args.demo and (args.plain or not (sys.stdin.isatty() and sys.stdout.isatty())):
                 from rawtrio.repl import main as front_end
+            else:
+                from rawtrio.tui import main as front_end
     except Interrupted as exc:
         return exc.exit_code
     return front_end(args, latch)
@@ -200,6 +229,9 @@ def run(argv: list[str] | None = None, latch: SignalLatch | None = None) -> int:
 
 def main(argv: list[str] | None = None) -> NoReturn:
     """The program: run, flush, and leave without tearing the interpreter down."""
+    from rawtrio.logs import log_to_stream
+
+    log_to_stream(sys.stderr)  # full-screen front ends move it to a file
     with SignalLatch().installed() as latch:
         try:
             code = run(argv, latch)

@@ -8,7 +8,9 @@ authorized or stored (turn contract §3.7). `event_to_json` gives the stream-jso
 
 A turn emits, in order: `user_message` → (`step_started` → deltas / `tool_call_announced`
 … → `assistant_message` → per call: `tool_call_started` → `tool_output_delta`* →
-`tool_call_finished`)* → exactly one `turn_ended`.
+`tool_call_finished`)* → exactly one `turn_ended`. An automatic compaction shows up
+before a step as `compaction_started` → (`usage` of its summary requests)* →
+`compaction_ended`; a manual one (`Session.compact`) outside any turn.
 """
 
 from __future__ import annotations
@@ -149,6 +151,53 @@ class Usage(Event):
     output_tokens: int
     cache_read_tokens: int
     cache_write_tokens: int
+    #: The size of this request's prompt (system, tools, model context), as reported.
+    context_tokens: int = 0
+    #: The model's context window, when known (configured or a well-known default).
+    context_window: int | None = None
+    #: What this request cost, and the session so far; None when the model has no prices.
+    cost_usd: float | None = None
+    session_cost_usd: float | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionStarted(Event):
+    """The model context is being compacted (`reason`: manual or auto)."""
+
+    type: ClassVar[str] = "compaction_started"
+    reason: str  # "manual" | "auto"
+    tokens_before: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompactionEnded(Event):
+    """A compaction ended. Only `compacted` changed the model context; the display
+    history keeps everything either way."""
+
+    type: ClassVar[str] = "compaction_ended"
+    outcome: str  # "compacted" | "unchanged" | "cancelled" | "error"
+    tokens_before: int
+    tokens_after: int
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModeChanged(Event):
+    """The session's permission mode changed (`Session.set_mode`)."""
+
+    type: ClassVar[str] = "mode_changed"
+    mode: str  # default | accept-edits | plan | bypass
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ModelChanged(Event):
+    """The session switched model (`Session.set_model`), from its next request on."""
+
+    type: ClassVar[str] = "model_changed"
+    #: The configured model name; `model_id` and `provider` are what requests will use.
+    model: str
+    model_id: str
+    provider: str
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -212,6 +261,10 @@ EVENT_TYPES: dict[str, type[Event]] = {
         PermissionRequested,
         PermissionAnswered,
         Usage,
+        CompactionStarted,
+        CompactionEnded,
+        ModeChanged,
+        ModelChanged,
         Notice,
         HookRan,
         PlanUpdated,

@@ -30,6 +30,21 @@ def thaw(value: FrozenJSON) -> Any:
     return value
 
 
+def json_type_name(value: Any) -> str:
+    """How an error message names the JSON type of `value`: "a string", "an array", …"""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, int | float):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    if isinstance(value, list | tuple):
+        return "an array"
+    return "an object"
+
+
 EMPTY: FrozenJSON = MappingProxyType({})
 
 

@@ -129,6 +129,17 @@ def _report(ended: ev.TurnEnded, latch: SignalLatch) -> int:
     return OUTCOME_EXIT[ended.outcome]
 
 
+def _usage_extras(session: Session, turn_cost: float | None) -> dict[str, object]:
+    """Cost (null without configured prices) and the context size against the window."""
+    totals = session.usage
+    return {
+        "cost_usd": turn_cost,
+        "session_cost_usd": totals.cost_usd,
+        "context_tokens": totals.context_tokens,
+        "context_window": totals.context_window,
+    }
+
+
 async def _cancel_on_signal(
     signals: AsyncIterator[int], session: Session, latch: SignalLatch
 ) -> None:
@@ -144,6 +155,7 @@ async def _render(
 ) -> ev.TurnEnded:
     """Write the turn's events in `fmt` until it ends; return its terminal event."""
     usage = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_write_tokens": 0}
+    cost: float | None = None  # this turn's, when the model has prices
     async for event in events:
         if fmt == "stream-json":
             out.write(json.dumps(ev.event_to_json(event)) + "\n")
@@ -151,9 +163,11 @@ async def _render(
         elif fmt == "text" and isinstance(event, ev.TextDelta):
             out.write(event.text)
             out.flush()
-        if isinstance(event, ev.Usage):
+        if isinstance(event, ev.Usage) and event.turn_id == turn_id:
             for k in usage:
                 usage[k] += getattr(event, k)
+            if event.cost_usd is not None:
+                cost = (cost or 0.0) + event.cost_usd
         if isinstance(event, ev.TurnEnded) and event.turn_id == turn_id:
             if fmt == "text":
                 out.write("\n")
@@ -166,7 +180,7 @@ async def _render(
                     "reason": event.reason,
                     "steps": event.steps,
                     "result": event.final_text,
-                    "usage": usage,
+                    "usage": {**usage, **_usage_extras(session, cost)},
                 }
                 out.write(json.dumps(result) + "\n")
             out.flush()

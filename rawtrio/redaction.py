@@ -6,6 +6,12 @@ a tool, a hook or a variable passes through it. A value is replaced whole, longe
 as it appears plainly and as it appears escaped inside a JSON string, by `[redacted]` or
 `[redacted:NAME]` when the value came from a named variable.
 
+Events and messages are scrubbed whole on their way to subscribers and the store
+(`Redactor.scrub`): every string inside them, however deeply nested. A thinking part whose
+text had to change loses its provider signature (the provider would reject the altered
+text otherwise) and is sent back as plain thinking. `RedactingFilter` does the same for
+log records, so log files never hold a secret either.
+
 Live output arrives in chunks that may split a secret, so `StreamRedactor` holds back the
 last `longest - 1` characters of each chunk until the next one (or `flush()`) shows they
 are not the start of a secret. Values shorter than `MIN_SECRET_CHARS` are ignored:
@@ -14,15 +20,20 @@ redacting "a" or "1" would shred ordinary output without protecting anything.
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import json
+import logging
 import re
-from collections.abc import Callable, Iterable
-from typing import Any, Final
+from collections.abc import Callable, Iterable, Mapping
+from types import MappingProxyType
+from typing import Any, Final, TypeVar
 
 from rawtrio.frozen import FrozenJSON, freeze, thaw
 
 MIN_SECRET_CHARS: Final = 6
 REDACTED: Final = "[redacted]"
+T = TypeVar("T")
 
 
 class Redactor:
@@ -64,6 +75,44 @@ class Redactor:
             return value
         return freeze(self._walk(thaw(value)))
 
+    def scrub(self, value: T) -> T:
+        """`value` (an event, a message, any frozen data) with every string redacted.
+
+        Returns `value` itself when nothing in it changed."""
+        if self._regex is None:
+            return value
+        return self._scrub(value)  # type: ignore[no-any-return]
+
+    def _scrub(self, value: Any) -> Any:
+        if isinstance(value, enum.Enum | bool | int | float) or value is None:
+            return value
+        if isinstance(value, str):
+            return self.redact(value)
+        if isinstance(value, tuple):
+            items = tuple(self._scrub(v) for v in value)
+            return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+        if isinstance(value, Mapping):
+            pairs = {self.redact(str(k)): self._scrub(v) for k, v in value.items()}
+            same = len(pairs) == len(value) and all(pairs.get(k) is v for k, v in value.items())
+            return value if same else MappingProxyType(pairs)
+        if dataclasses.is_dataclass(value) and not isinstance(value, type):
+            return self._scrub_fields(value)
+        return value
+
+    def _scrub_fields(self, value: Any) -> Any:
+        changes = {}
+        for f in dataclasses.fields(value):
+            old = getattr(value, f.name)
+            new = self._scrub(old)
+            if new is not old:
+                changes[f.name] = new
+        if not changes:
+            return value
+        if "text" in changes and getattr(value, "signature", None) is not None:
+            # Altered thinking cannot keep the provider's proof: send it back unsigned.
+            changes |= {"signature": None, "provider": None}
+        return dataclasses.replace(value, **changes)
+
     def _walk(self, value: Any) -> Any:
         if isinstance(value, str):
             return self.redact(value)
@@ -72,6 +121,37 @@ class Redactor:
         if isinstance(value, list):
             return [self._walk(v) for v in value]
         return value
+
+
+class RedactingFilter(logging.Filter):
+    """A log filter that redacts every watched redactor's secrets from each record."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._redactors: list[Redactor] = []
+
+    def watch(self, redactor: Redactor) -> None:
+        if all(r is not redactor for r in self._redactors):
+            self._redactors.append(redactor)
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if not any(self._redactors):
+            return True
+        text = record.getMessage()
+        if record.exc_info and not record.exc_text:
+            record.exc_text = logging.Formatter().formatException(record.exc_info)
+        exc_text = record.exc_text
+        for r in self._redactors:
+            text = r.redact(text)
+            exc_text = r.redact(exc_text) if exc_text else exc_text
+        # A pre-filled exc_text is what formatters print instead of formatting exc_info.
+        record.msg, record.args, record.exc_text = text, None, exc_text
+        return True
+
+
+#: The process's log filter: front ends attach it to the handlers they configure, and
+#: every session's redactor is watched by it.
+LOG_FILTER: Final = RedactingFilter()
 
 
 class StreamRedactor:

@@ -23,6 +23,7 @@ import trio
 
 from rawtrio import events as ev
 from rawtrio.cli import Interrupted, SignalLatch
+from rawtrio.context.accounting import describe as describe_usage
 from rawtrio.contracts import ExitCode
 from rawtrio.errors import (
     RawtrioError,
@@ -131,8 +132,15 @@ async def _chat(session: Session, *, resumed: bool) -> int:
                     break
                 if not line.strip():
                     continue
+                command = line.strip()
+                if command == "/cost":
+                    out.write(describe_usage(session.usage) + "\n")
+                    continue
                 try:
-                    await _turn(session, line, sigints, pending_line)
+                    if command == "/compact" or command.startswith("/compact "):
+                        await _compact(session, command[len("/compact") :].strip(), sigints)
+                    else:
+                        await _turn(session, line, sigints, pending_line)
                 except RawtrioError as exc:
                     out.write(f"rawtrio: {exc}\n")
             nursery.cancel_scope.cancel(reason="leaving the chat")
@@ -177,6 +185,20 @@ async def _turn(
             nursery.start_soon(answer_permissions)
             await session.wait_turn(turn_id)
             nursery.cancel_scope.cancel(reason="turn ended")
+
+
+async def _compact(session: Session, focus: str, sigints: AsyncIterator[int]) -> None:
+    """`/compact [focus]`: compact the model context now; Ctrl-C cancels it."""
+    async with trio.open_nursery() as nursery:
+
+        async def cancel_on_sigint() -> None:
+            async for _ in sigints:
+                if session.cancel("cancelled by the user (Ctrl-C)"):
+                    sys.stdout.write("\ncancelling…\n")
+
+        nursery.start_soon(cancel_on_sigint)
+        await session.compact(focus or None)
+        nursery.cancel_scope.cancel(reason="compaction ended")
 
 
 def _decision(typed: str) -> ApprovalDecision:
@@ -254,4 +276,11 @@ async def _render(session: Session) -> None:
                 out.write(f"[{event.name} → {event.status.value}]\n")
             elif isinstance(event, ev.TurnEnded):
                 out.write(f"\n({event.outcome.value}: {event.reason})\n")
+            elif isinstance(event, ev.CompactionStarted):
+                out.write(f"\n(compacting the context: {event.tokens_before} tokens…)\n")
+            elif isinstance(event, ev.CompactionEnded):
+                out.write(
+                    f"(compaction {event.outcome}: {event.tokens_before} → "
+                    f"{event.tokens_after} tokens; {event.reason})\n"
+                )
             out.flush()

@@ -25,10 +25,15 @@ from rawtrio.config import (
     save_allow_rule,
     select_tools,
 )
+from rawtrio.config.schema import Prices
+from rawtrio.context.accounting import ModelPrices
+from rawtrio.context.compaction import CompactionSettings
 from rawtrio.errors import UsageError
 from rawtrio.hooks import HookEvent, HookSpec
+from rawtrio.mcp.catalog import mcp_cache_dir
 from rawtrio.permissions.policy import rules_from_config
 from rawtrio.permissions.rules import PermissionMode, Rule
+from rawtrio.redaction import LOG_FILTER
 from rawtrio.runtime.prompt import BASE_PROMPT
 from rawtrio.runtime.session import SessionOptions
 from rawtrio.skills import (
@@ -62,6 +67,7 @@ async def prepare_session(args: argparse.Namespace, *, headless: bool) -> Sessio
     found = await trio.to_thread.run_sync(_resolve_files, args)
     resolved, cwd, skills = found.resolved, found.cwd, found.skills
     variables = VariableResolver(resolved.variables, env=os.environ, cwd=cwd)
+    LOG_FILTER.watch(variables.redactor)
     provider = await resolved.provider_settings(variables)
     if getattr(args, "base_url", None):
         provider = dataclasses.replace(provider, base_url=args.base_url)
@@ -89,7 +95,7 @@ async def prepare_session(args: argparse.Namespace, *, headless: bool) -> Sessio
         tools=ToolSettings(
             output_cap=resolved.tool_output_cap,
             sigterm_grace_s=resolved.sigterm_grace_s,
-            secrets=(provider.api_key,),
+            redactor=variables.redactor,
             confine=resolved.confine_paths,
         ),
         system_prompt=prompt,
@@ -102,13 +108,41 @@ async def prepare_session(args: argparse.Namespace, *, headless: bool) -> Sessio
         extra_tools=extra_tools,
         tool_selection=resolved.select_tools(tool_ids),
         skills=tuple(skills),
-        redactor=variables.redactor,
+        model_name=resolved.model.name,
+        model_names=resolved.model_names,
+        context_window=resolved.model.context_window,
+        prices=_prices(resolved.model.prices),
+        compaction=CompactionSettings(**resolved.compaction.model_dump()),
+        mcp_servers=resolved.mcp_servers,
+        mcp_tool_patterns=resolved.tools,
+        mcp_cache_dir=mcp_cache_dir(os.environ),
+        variables=variables,
     )
+
+    async def options_for_model(name: str) -> SessionOptions:
+        agent = resolved.with_model(name)
+        settings = await agent.provider_settings(variables)
+        return dataclasses.replace(
+            options,
+            provider=settings,
+            max_output_tokens=agent.model.max_output_tokens,
+            model_name=name,
+            context_window=agent.model.context_window,
+            prices=_prices(agent.model.prices),
+        )
+
+    options = dataclasses.replace(options, options_for_model=options_for_model)
     return SessionSetup(
         options=options,
         notices=(*resolved.notices, *found.warnings),
         agent=resolved.name,
     )
+
+
+def _prices(prices: Prices | None) -> ModelPrices | None:
+    if prices is None:
+        return None
+    return ModelPrices(prices.input, prices.output, prices.cache_read, prices.cache_write)
 
 
 @dataclass(frozen=True)

@@ -217,6 +217,8 @@ async def run_case(
                         provider=settings,
                         tools=TOOL_SETTINGS,
                         max_steps=8,
+                        # e.g. the MCP servers of an MCP scenario, in this run's directory
+                        **(scenario.session_options(cwd) if scenario.session_options else {}),
                     )
                     session = await runtime.create_session(options)
                     steps = instrument.watch(

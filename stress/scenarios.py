@@ -12,8 +12,9 @@ command, `sigterm_grace_s=0.2`), so one run takes well under a second.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Final
 
 from rawtrio.messages import ProviderKind
@@ -79,6 +80,9 @@ class StressScenario:
     #: The turn starts session-owned work (background jobs) that rightly outlives it: the
     #: "nothing left running" check then happens after the session closes, not the turn.
     session_scoped: bool = False
+    #: Extra `SessionOptions` fields for a run, given its working directory (e.g. the MCP
+    #: servers of stress/scenarios_mcp.py); the harness passes them to `SessionOptions`.
+    session_options: Callable[[Path], Mapping[str, Any]] | None = None
 
     def script(self) -> dict[str, Any]:
         """The fake-model scenario dict for this stress scenario and the follow-up turn."""
@@ -157,6 +161,9 @@ def _register_tool_scenarios() -> None:
     from stress.scenarios_tools import TOOL_SCENARIOS
 
     SCENARIOS.update(TOOL_SCENARIOS)
+    from stress.scenarios_mcp import MCP_SCENARIOS
+
+    SCENARIOS.update(MCP_SCENARIOS)
 
 
 _register_tool_scenarios()

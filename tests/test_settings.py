@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 
 import pytest
@@ -86,8 +87,7 @@ async def test_config_becomes_session_options(home: Path) -> None:
     assert o.max_steps == 7
     assert o.max_output_tokens == 1000
     assert o.tools.confine is True
-    assert "local-secret-value" in o.tools.secrets
-    assert o.redactor.redact("key local-secret-value") == "key [redacted:api_key]"
+    assert o.tools.redactor.redact("key local-secret-value") == "key [redacted:api_key]"
     assert o.permission_mode is PermissionMode.ACCEPT_EDITS
     assert [r.effect for r in o.permission_rules] == [Effect.DENY]
     assert o.headless is True
@@ -122,3 +122,38 @@ async def test_missing_key_is_no_credentials(home: Path, monkeypatch: pytest.Mon
     config.write_text(CONFIG)
     with pytest.raises(NoCredentials, match="LOCAL_KEY"):
         await prepare_session(args(config=str(config), cwd=str(home)), headless=True)
+
+
+async def test_a_session_can_switch_to_any_configured_model(home: Path) -> None:
+    config = home / "rawtrio.toml"
+    config.write_text(
+        CONFIG
+        + """
+[models.big]
+provider = "anthropic"
+model_id = "big-model"
+api_key = { env = "BIG_KEY" }
+max_output_tokens = 4000
+"""
+    )
+    setup = await prepare_session(args(config=str(config), cwd=str(home)), headless=True)
+    o = setup.options
+    assert (o.model_name, o.model_names) == ("local", ("local", "big"))
+    assert o.options_for_model is not None
+    with pytest.raises(NoCredentials):  # BIG_KEY is unset: the session keeps its model
+        await o.options_for_model("big")
+    os.environ["BIG_KEY"] = "big-secret-key"
+    try:
+        big = await o.options_for_model("big")
+    finally:
+        del os.environ["BIG_KEY"]
+    assert (big.provider.kind, big.provider.model, big.provider.api_key) == (
+        "anthropic",
+        "big-model",
+        "big-secret-key",
+    )
+    assert big.max_output_tokens == 4000
+    assert big.model_name == "big"
+    assert big.tools.redactor.redact("big-secret-key") == "[redacted:api_key]"
+    with pytest.raises(ConfigError, match="a configured model"):
+        await o.options_for_model("nope")

@@ -18,6 +18,7 @@ variable's command.
 
 from __future__ import annotations
 
+import dataclasses
 import fnmatch
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ from rawtrio.config.loader import (
     user_config_path,
 )
 from rawtrio.config.schema import (
+    CompactionConfig,
     HookConfig,
     McpServerConfig,
     PermissionModeName,
@@ -138,6 +140,7 @@ class ResolvedAgent:
     tool_output_cap: int
     request_timeout_s: float
     confine_paths: bool
+    compaction: CompactionConfig
     sigterm_grace_s: float
     hooks: tuple[HookConfig, ...]
     skills: tuple[str, ...]
@@ -165,6 +168,29 @@ class ResolvedAgent:
     def select_tools(self, tool_ids: Iterable[str]) -> tuple[str, ...]:
         """The ids the agent's `tools` globs select (`!glob` removes), in the given order."""
         return select_tools(self.tools, tool_ids)
+
+    @property
+    def model_names(self) -> tuple[str, ...]:
+        """The configured models a session of this agent may switch to."""
+        return tuple(self.loaded.config.models)
+
+    def with_model(self, name: str) -> ResolvedAgent:
+        """This agent on the configured model `name` (its own base URL and key)."""
+        mc = self.loaded.config.models.get(name)
+        if mc is None:
+            known = ", ".join(self.model_names) or "none"
+            raise ConfigFileError([problem("--model", "", f"a configured model ({known})", name)])
+        model = ResolvedModel(
+            name=name,
+            provider=mc.provider,
+            model_id=mc.model_id,
+            base_url=mc.base_url,
+            api_key=mc.api_key or ValueRef(env=API_KEY_ENV[mc.provider]),
+            context_window=mc.context_window,
+            max_output_tokens=mc.max_output_tokens,
+            prices=mc.prices,
+        )
+        return dataclasses.replace(self, model=model)
 
     async def provider_settings(self, variables: VariableResolver) -> ProviderSettings:
         """Reads the API key (NoCredentials when the provider's usual variable is unset)."""
@@ -306,6 +332,7 @@ def resolve_agent(
         tool_output_cap=agent.tool_output_cap,
         request_timeout_s=agent.request_timeout_s,
         confine_paths=agent.confine_paths,
+        compaction=agent.compaction,
         sigterm_grace_s=cli.sigterm_grace
         if cli.sigterm_grace is not None
         else config.sigterm_grace_s,

@@ -197,11 +197,36 @@ class McpServerConfig(_Strict):
     headers: dict[str, ValueRef] = Field(default_factory=dict)
     startup_timeout_s: PositiveFloat = 30.0
     call_timeout_s: PositiveFloat = 600.0
+    #: `lazy`: started on the first call (its tool list comes from a cache written the
+    #: last time it ran); `session`: started when the session starts. docs/mcp.md.
+    start: Literal["lazy", "session"] = "lazy"
+    #: Globs over the server's own tool names; `!glob` removes. Evaluated in order.
+    tools: list[NonEmptyStr] = Field(default_factory=lambda: ["*"])
+    #: Let `readOnlyHint` tools run without asking (like `read_file`); false: every tool asks.
+    trust_annotations: bool = True
+    #: First wait before restarting a server that failed; doubles per failure (max 30 s).
+    restart_backoff_s: PositiveFloat = 1.0
 
     @model_validator(mode="after")
     def _one_transport(self) -> McpServerConfig:
         _exactly_one(self, ("command", "url"))
         return self
+
+
+class CompactionConfig(_Strict):
+    """When and how the model context is compacted (docs/context.md)."""
+
+    #: Compact automatically when the next request would pass `threshold` of the usable
+    #: window (the context window less the reply's reserve).
+    auto: bool = True
+    threshold: Annotated[float, Field(gt=0, le=1)] = 0.8
+    #: Complete turns kept verbatim after the summary.
+    keep_last_turns: Annotated[int, Field(ge=0)] = 2
+    #: Cut old tool outputs to head and tail (`prune_keep_chars` characters) first.
+    prune_tool_outputs: bool = True
+    prune_keep_chars: PositiveInt = 2_000
+    #: The output bound of each summary request.
+    summary_max_tokens: PositiveInt = 4_096
 
 
 class AgentConfig(_Strict):
@@ -226,6 +251,7 @@ class AgentConfig(_Strict):
     #: Refuse file-tool paths that resolve outside the working directory (symlinks
     #: included). Not a sandbox: `bash` can still reach anything the user can.
     confine_paths: bool = False
+    compaction: CompactionConfig = Field(default_factory=CompactionConfig)
 
     @model_validator(mode="after")
     def _one_prompt(self) -> AgentConfig:

@@ -109,7 +109,7 @@ class HookRunner:
         output_cap: int = HOOK_OUTPUT_CAP,
         env: Mapping[str, str] | None = None,
         strip_env: Sequence[str] = DEFAULT_STRIP_ENV,
-        secrets: Sequence[str] = (),
+        redactor: Redactor | None = None,
         on_receipt: Callable[[HookReceipt], None] | None = None,
     ) -> None:
         self.hooks = tuple(hooks)
@@ -120,7 +120,7 @@ class HookRunner:
         self.env = env
         self.strip_env = tuple(strip_env)
         self.on_receipt = on_receipt
-        self.redactor = Redactor(secrets)
+        self.redactor = redactor if redactor is not None else Redactor()
 
     def matching(self, event: HookEvent, payload: Mapping[str, Any]) -> tuple[HookSpec, ...]:
         subject = _subject(event, payload)

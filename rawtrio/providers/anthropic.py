@@ -2,9 +2,13 @@
 
 Request mapping (neutral transcript → Messages API):
 
-- the system prompt is the top-level `system`; top-level `cache_control` asks for automatic
-  prompt caching (the prefix is stable between requests, DESIGN §3; override it with
-  `"cache_control": null` in the settings' or request's `extra`);
+- the system prompt is the top-level `system`, one text block;
+- prompt caching: the prefix is stable between requests (DESIGN §3), so three cache
+  breakpoints (`cache_control`, ephemeral) mark it: the last tool definition, the system
+  block and the last block of the last message (everything in a request is committed). The
+  next request reads the cache up to the previous request's last message; a change of tool
+  definitions changes the key once. `"cache_control": null` in the settings' or request's
+  `extra` turns the breakpoints off;
 - an `AssistantMessage` becomes one assistant message whose blocks keep the model's order:
   text, `thinking` with its signature, `redacted_thinking` (an `OpaquePart`), `tool_use`
   (parsed arguments, `{}` when they were malformed). Thinking without an Anthropic
@@ -21,13 +25,15 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import Any, cast
 
 import anthropic
 from anthropic.types import (
+    CacheControlEphemeralParam,
     ContentBlockParam,
     MessageParam,
     RawMessageStreamEvent,
+    TextBlockParam,
     ToolParam,
 )
 
@@ -129,6 +135,29 @@ def _assistant_blocks(msg: AssistantMessage) -> list[ContentBlockParam]:
             args = thaw(part.arguments) if part.arguments is not None else {}
             blocks.append({"type": "tool_use", "id": part.id, "name": part.name, "input": args})
     return blocks
+
+
+_EPHEMERAL: CacheControlEphemeralParam = {"type": "ephemeral"}
+#: Blocks that may carry a cache breakpoint (thinking blocks may not).
+_CACHEABLE = ("text", "tool_result", "tool_use", "image", "document")
+
+
+def add_cache_breakpoints(
+    system: list[TextBlockParam], tools: list[ToolParam], messages: list[MessageParam]
+) -> None:
+    """Mark the stable prefix: last tool, the system block, the last message's last block."""
+    if tools:
+        tools[-1]["cache_control"] = _EPHEMERAL
+    if system:
+        system[-1]["cache_control"] = _EPHEMERAL
+    if messages:
+        content = messages[-1]["content"]
+        if isinstance(content, list):
+            for block in reversed(content):
+                b = cast(dict[str, Any], block)
+                if b.get("type") in _CACHEABLE:
+                    b["cache_control"] = _EPHEMERAL
+                    break
 
 
 def to_anthropic_tools(tools: tuple[ToolSpec, ...]) -> list[ToolParam]:
@@ -268,16 +297,23 @@ class AnthropicProvider:
         self, request: ModelRequest
     ) -> AbstractAsyncContextManager[AsyncIterator[StreamEvent]]:
         extra = {**self.settings.extra, **thaw(request.extra)}
+        caching = not ("cache_control" in extra and extra.pop("cache_control") is None)
+        system: list[TextBlockParam] = (
+            [{"type": "text", "text": request.system}] if request.system else []
+        )
+        messages = to_anthropic_messages(request.messages)
+        tools = to_anthropic_tools(request.tools)
+        if caching:
+            add_cache_breakpoints(system, tools, messages)
 
         async def start() -> anthropic.AsyncStream[RawMessageStreamEvent]:
             return await self._client.messages.create(
                 model=request.model,
                 max_tokens=request.max_tokens,
-                system=request.system or anthropic.omit,
-                messages=to_anthropic_messages(request.messages),
-                tools=to_anthropic_tools(request.tools) or anthropic.omit,
+                system=system or anthropic.omit,
+                messages=messages,
+                tools=tools or anthropic.omit,
                 stream=True,
-                cache_control={"type": "ephemeral"},
                 extra_body=extra or None,
             )
 

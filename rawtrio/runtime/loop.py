@@ -17,7 +17,8 @@ from rawtrio.frozen import EMPTY, freeze, thaw
 from rawtrio.hooks import HookEvent, payloads
 from rawtrio.messages import AssistantMessage, ToolCall, ToolResult
 from rawtrio.providers import base as pb
-from rawtrio.runtime import gate
+from rawtrio.redaction import StreamRedactor
+from rawtrio.runtime import compaction, gate
 from rawtrio.runtime.turn import RunningCall, StreamState, Turn
 from rawtrio.tools.base import ToolContext, ToolOutput
 
@@ -37,7 +38,11 @@ async def run_steps(session: Session, turn: Turn) -> tuple[TurnOutcome, str]:
     stop_hook_active = False
     for step in range(1, max_steps + 1):
         turn.step = step
-        message, stop_reason = await stream_step(session, turn, step)
+        try:  # accounting, automatic compaction, max_tokens clamp (rawtrio.context)
+            request = await compaction.prepare_request(session, turn)
+        except compaction.TooLarge as exc:
+            return TurnOutcome.ERROR, f"{exc}; nothing was sent"
+        message, stop_reason = await stream_step(session, turn, step, request)
         calls = message.tool_calls
         if not calls:
             stop = await session.run_hooks(
@@ -63,29 +68,34 @@ async def run_steps(session: Session, turn: Turn) -> tuple[TurnOutcome, str]:
     raise AssertionError("unreachable: the loop returns on its last step")
 
 
-async def stream_step(session: Session, turn: Turn, step: int) -> tuple[AssistantMessage, str]:
+async def stream_step(
+    session: Session, turn: Turn, step: int, request: pb.ModelRequest
+) -> tuple[AssistantMessage, str]:
     """Stream one model response; commit it only once the stream finished (I3)."""
     session.emit(
-        ev.StepStarted(
-            session_id=session.id, turn_id=turn.id, step=step, model=session.options.provider.model
-        )
+        ev.StepStarted(session_id=session.id, turn_id=turn.id, step=step, model=request.model)
     )
-    request = session.build_request()
     state = turn.streaming = StreamState(step)
     done: pb.StreamDone | None = None
+
+    # A secret split across deltas is caught by holding back a possible prefix of one.
+    def text(chunk: str) -> None:
+        session.emit(ev.TextDelta(session_id=session.id, turn_id=turn.id, step=step, text=chunk))
+
+    def thinking(chunk: str) -> None:
+        session.emit(
+            ev.ThinkingDelta(session_id=session.id, turn_id=turn.id, step=step, text=chunk)
+        )
+
+    emit_text = StreamRedactor(session.redactor, text)
+    emit_thinking = StreamRedactor(session.redactor, thinking)
     async with session.provider.stream(request) as stream:
         async for item in stream:
             if isinstance(item, pb.TextDelta):
                 state.parts.append(item.text)
-                session.emit(
-                    ev.TextDelta(session_id=session.id, turn_id=turn.id, step=step, text=item.text)
-                )
+                emit_text(item.text)
             elif isinstance(item, pb.ThinkingDelta):
-                session.emit(
-                    ev.ThinkingDelta(
-                        session_id=session.id, turn_id=turn.id, step=step, text=item.text
-                    )
-                )
+                emit_thinking(item.text)
             elif isinstance(item, pb.ToolCallBegin):
                 state.announced.append(item.name)
                 session.emit(
@@ -101,6 +111,8 @@ async def stream_step(session: Session, turn: Turn, step: int) -> tuple[Assistan
                 done = item
     if done is None:
         raise StreamCut("the model's stream ended without its final event")
+    emit_thinking.flush()
+    emit_text.flush()
     await session.commit_assistant(turn, done)
     return done.message, done.stop_reason
 

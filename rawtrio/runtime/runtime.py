@@ -19,6 +19,7 @@ from rawtrio.runtime.prompt import system_prompt
 from rawtrio.runtime.session import PENDING_NOTE_KEY, Session, SessionOptions
 from rawtrio.skills import changed_skills, skill_fingerprints
 from rawtrio.store.base import ExportFormat, SearchHit, SessionRecord, SessionStore
+from rawtrio.tools.base import Tool
 from rawtrio.tools.registry import ToolRegistry
 from rawtrio.tools.subreaper import become_child_subreaper
 
@@ -36,20 +37,26 @@ def _default_provider(settings: ProviderSettings) -> Provider:
     return make_provider(settings)
 
 
-def _default_registry(options: SessionOptions) -> ToolRegistry:
-    """Built-ins and the session's extra tools, narrowed to the agent's selection."""
+def default_registry(
+    options: SessionOptions, wrap: Callable[[Tool], Tool] | None = None
+) -> ToolRegistry:
+    """Built-ins and the session's extra tools, narrowed to the agent's selection, in its
+    order. `wrap` may replace each chosen tool (a front end routing file tools elsewhere)."""
     from rawtrio.tools.builtin import builtin_registry
 
     everything = builtin_registry(options.tools)
     for tool in options.extra_tools:
         everything.register(tool)
-    if options.tool_selection is None:
+    if options.tool_selection is None and wrap is None:
         return everything
+    ids = options.tool_selection
+    if ids is None:
+        ids = tuple(t.id for t in everything.tools())
     selected = ToolRegistry()
-    for tool_id in options.tool_selection:
+    for tool_id in ids:
         chosen = everything.get(tool_id)
         if chosen is not None:
-            selected.register(chosen)
+            selected.register(wrap(chosen) if wrap else chosen)
     return selected
 
 
@@ -116,6 +123,7 @@ class Runtime:
                 registry=self._registry_factory(options),
                 context=await self.store.load_context(session_id),
                 last_seq=await self.store.last_seq(session_id),
+                provider_factory=self._provider_factory,
                 note="\n\n".join(n for n in notes if n) or None,
             )
             await self._nursery.start(session.run)
@@ -191,7 +199,7 @@ async def open_runtime(
     store: SessionStore,
     *,
     provider_factory: ProviderFactory = _default_provider,
-    registry_factory: RegistryFactory = _default_registry,
+    registry_factory: RegistryFactory = default_registry,
     retention_days: float = DEFAULT_RETENTION_DAYS,
 ) -> AsyncIterator[Runtime]:
     """The process's runtime. Expired sessions are removed in the background."""

@@ -12,10 +12,13 @@ tools (process readers) unwrap their own groups before returning.
 
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -23,22 +26,30 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import trio
 
 from rawtrio import events as ev
+from rawtrio.context.accounting import Accountant, ModelPrices, UsageTotals
+from rawtrio.context.compaction import CompactionSettings
+from rawtrio.context.models import limits_for
 from rawtrio.contracts import (
     CLEANUP_DEADLINE_S,
     DEFAULT_MAX_STEPS,
     ToolStatus,
     TurnOutcome,
 )
-from rawtrio.errors import ProviderError, RawtrioError, SessionClosed, TurnInProgress
+from rawtrio.errors import (
+    ProviderError,
+    RawtrioError,
+    SessionClosed,
+    TurnInProgress,
+    UsageError,
+)
 from rawtrio.frozen import freeze
 from rawtrio.hooks import HookEvent, HookOutcome, HookReceipt, HookRunner, HookSpec, payloads
 from rawtrio.messages import Message, ToolCall, ToolResult, UserMessage
 from rawtrio.permissions.approval import ApprovalBroker, ApprovalDecision
 from rawtrio.permissions.policy import PermissionPolicy
 from rawtrio.permissions.rules import PermissionMode, Rule
-from rawtrio.providers.base import ModelRequest, Provider, ProviderSettings, StreamDone
-from rawtrio.redaction import Redactor
-from rawtrio.runtime import loop
+from rawtrio.providers.base import ModelRequest, Provider, ProviderSettings, StreamDone, UsageInfo
+from rawtrio.runtime import compaction, loop, tooldefs
 from rawtrio.runtime.subscribers import DEFAULT_BUFFER, SubscriberHub, Subscription
 from rawtrio.runtime.turn import Turn
 from rawtrio.skills import Skill
@@ -49,6 +60,9 @@ from rawtrio.tools.todo import STATE_KEY as PLAN_STATE_KEY
 from rawtrio.tools.todo import Plan, TodoItem, plan_from_json, plan_to_json
 
 if TYPE_CHECKING:
+    from rawtrio.config.schema import McpServerConfig
+    from rawtrio.config.variables import VariableResolver
+    from rawtrio.mcp.manager import McpServers
     from rawtrio.tools.registry import ToolRegistry
 
 log = logging.getLogger(__name__)
@@ -82,8 +96,25 @@ class SessionOptions:
     tool_selection: tuple[str, ...] | None = None
     #: The skills listed in the system prompt; a resumed session is told when they changed.
     skills: tuple[Skill, ...] = ()
-    #: Secret values kept out of tool output, hook receipts and permission prompts.
-    redactor: Redactor = field(default_factory=Redactor)
+    #: The configured model names this session may switch to (`set_model`), the one in
+    #: use (None: a built-in default or a raw `--model` id), and how to derive the options
+    #: for another one (the config layer provides it; reading its API key may run a command).
+    model_name: str | None = None
+    model_names: tuple[str, ...] = ()
+    options_for_model: Callable[[str], Awaitable[SessionOptions]] | None = None
+    #: The model's context window (None: a well-known model's default, else unknown),
+    #: its prices (None: cost unknown) and when and how to compact (rawtrio.context).
+    context_window: int | None = None
+    prices: ModelPrices | None = None
+    compaction: CompactionSettings = field(default_factory=CompactionSettings)
+    #: The MCP servers the agent selected (docs/mcp.md) and the agent's tool globs, which
+    #: also select among their tools (`mcp/<server>/<tool>` ids).
+    mcp_servers: Mapping[str, McpServerConfig] = field(default_factory=dict)
+    mcp_tool_patterns: tuple[str, ...] = ("*",)
+    #: Where MCP tool lists are cached (None: no cache; every server starts with the session).
+    mcp_cache_dir: Path | None = None
+    #: Resolves `{var = ...}` in MCP servers' env and headers (None: literals and env only).
+    variables: VariableResolver | None = None
 
 
 class Session:
@@ -98,6 +129,7 @@ class Session:
         context: list[Message],
         last_seq: int,
         note: str | None = None,
+        provider_factory: Callable[[ProviderSettings], Provider] | None = None,
     ) -> None:
         self.record = record
         self.id = record.id
@@ -105,6 +137,7 @@ class Session:
         self.cwd = options.cwd
         self.store = store
         self.provider = provider
+        self._provider_factory = provider_factory
         self.registry = registry
         self.context = context
         self._seq = last_seq
@@ -125,14 +158,14 @@ class Session:
             assume_yes=options.assume_yes,
         )
         self.approvals = ApprovalBroker()
-        self.redactor = options.redactor
+        self.redactor = options.tools.redactor
         self.hooks = HookRunner(
             options.hooks,
             session_id=self.id,
             cwd=self.cwd,
             grace_s=options.tools.sigterm_grace_s,
             strip_env=options.tools.strip_env,
-            secrets=options.tools.secrets,
+            redactor=self.redactor,
             on_receipt=self._hook_receipt,
         )
         # The model-facing tool list is fixed for the session (modes never change it, so
@@ -143,8 +176,27 @@ class Session:
             for tool, spec in zip(registry.tools(), registry.specs(), strict=True)
             if tool.id not in hidden
         )
+        #: A hash of the tool definitions: part of the prompt-cache key, so the key changes
+        #: exactly when the tools do (set by `run`).
+        self.tools_digest = ""
         self.jobs: BackgroundJobs | None = None
+        #: The session's MCP servers while it runs (None: none selected).
+        self.mcp: McpServers | None = None
         self.plan: Plan | None = None
+        # Context management (rawtrio.context, rawtrio.runtime.compaction).
+        limits = limits_for(
+            options.provider.model,
+            context_window=options.context_window,
+            max_output_tokens=options.max_output_tokens,
+        )
+        self.accountant = Accountant(limits.context_window)
+        self.output_limit = limits.max_output_tokens
+        self._usage = UsageTotals(context_window=limits.context_window)
+        self._compaction: trio.CancelScope | None = None
+        self.auto_compacted_turn: str | None = None
+        self.compaction_no_help_at: int | None = None
+        self.compaction_futile = 0
+        self.last_compaction: ev.CompactionEnded | None = None
 
     # --- lifecycle (owned by the Runtime's nursery) ----------------------------------
 
@@ -153,13 +205,20 @@ class Session:
             async with trio.open_nursery() as nursery:
                 # Leaving the jobs block (session closing) stops every background process,
                 # then ends any process still marked with this session's id.
-                async with open_background_jobs(self.id, self.options.tools) as jobs:
+                # MCP servers stop (bounded: stdin close, grace, SIGTERM, SIGKILL) before
+                # the jobs block ends what is left of the session's processes.
+                async with (
+                    open_background_jobs(self.id, self.options.tools) as jobs,
+                    self._open_mcp() as mcp,
+                ):
                     self.jobs = jobs
                     saved = await self.store.get_state(self.id, PLAN_STATE_KEY)
                     self.plan = Plan(plan_from_json(saved), on_change=self._plan_changed)
                     self._nursery = nursery
                     start = payloads.session_start("resume" if self.context else "startup")
                     await self.run_hooks(HookEvent.SESSION_START, start)
+                    await self._add_mcp_tools(mcp)
+                    await self._check_tool_definitions()
                     task_status.started()
                     await self._close_requested.wait()
                     with trio.move_on_after(CLEANUP_DEADLINE_S) as end_hooks:
@@ -176,6 +235,66 @@ class Session:
             self._hub.close_all()
             self._finished.set()
 
+    def _open_mcp(self) -> AbstractAsyncContextManager[McpServers | None]:
+        """The session's MCP servers (None when the agent selected none)."""
+        o = self.options
+        if not o.mcp_servers:
+            return contextlib.nullcontext(None)
+        from rawtrio.mcp.connection import ConnectionSettings
+        from rawtrio.mcp.manager import open_mcp_servers
+
+        settings = ConnectionSettings(
+            session_id=self.id,
+            cwd=self.cwd,
+            grace_s=o.tools.sigterm_grace_s,
+            strip_env=o.tools.strip_env,
+            resolve=o.variables.environment if o.variables is not None else None,
+            notify=self._mcp_notice,
+        )
+        return open_mcp_servers(
+            o.mcp_servers,
+            settings,
+            agent_patterns=o.mcp_tool_patterns,
+            cache_dir=o.mcp_cache_dir,
+            output_cap=o.tools.output_cap,
+            redact=self.redactor.redact,
+        )
+
+    async def _add_mcp_tools(self, mcp: McpServers | None) -> None:
+        """Register the selected MCP tools like any other and show them to the model."""
+        self.mcp = mcp
+        if mcp is None:
+            return
+        added: list[Tool] = []
+        for tool in await mcp.prepare():
+            try:
+                self.registry.register(tool)
+            except ValueError as exc:  # e.g. a schema that is not valid JSON Schema
+                self._mcp_notice("warning", f"MCP tool {tool.id} left out: {exc}")
+                continue
+            added.append(tool)
+        hidden = self.policy.hidden(t.id for t in added)
+        names = {self.registry.provider_name(t.id) for t in added if t.id not in hidden}
+        self.tool_specs += tuple(s for s in self.registry.specs() if s.name in names)
+
+    def _mcp_notice(self, level: str, text: str) -> None:
+        self.emit(ev.Notice(session_id=self.id, turn_id=self.running_turn, level=level, text=text))
+
+    async def _check_tool_definitions(self) -> None:
+        """Tell the model (once) when its tools changed since the session last ran."""
+        now = tooldefs.fingerprints(self.tool_specs)
+        self.tools_digest = tooldefs.digest(now)
+        before = await self.store.get_state(self.id, tooldefs.STATE_KEY)
+        if before == now:
+            return
+        await self.store.set_state(self.id, tooldefs.STATE_KEY, now)
+        note = tooldefs.changes(before, now)
+        if note is None:
+            return
+        self._note = f"{self._note}\n\n{note}" if self._note else note
+        await self.store.set_state(self.id, PENDING_NOTE_KEY, self._note)
+        self.emit(ev.Notice(session_id=self.id, level="info", text=note))
+
     async def _plan_changed(self, items: tuple[TodoItem, ...]) -> None:
         value = plan_to_json(items)
         await self.store.set_state(self.id, PLAN_STATE_KEY, value)
@@ -187,6 +306,8 @@ class Session:
         """Cancel the running turn (it records its outcome), then stop everything."""
         self._closing = True
         self._close_reason = reason
+        if self._compaction is not None:
+            self._compaction.cancel(reason=reason)
         if self._turn is not None:
             turn = self._turn
             turn.cancel(reason)
@@ -210,6 +331,8 @@ class Session:
                 return known.id
         if self._turn is not None:
             raise TurnInProgress(f"session {self.id} is already running turn {self._turn.id}")
+        if self._compaction is not None:
+            raise TurnInProgress(f"session {self.id} is compacting its context")
         turn = Turn(id=uuid.uuid4().hex, text=text, client_request_id=client_request_id)
         self._turn = turn
         await self.store.begin_turn(self.id, turn.id, client_request_id)
@@ -217,7 +340,10 @@ class Session:
         return turn.id
 
     def cancel(self, reason: str = "cancelled by the user") -> bool:
-        """Cancel the running turn, if any. Returns whether there was one."""
+        """Cancel the running turn (or compaction), if any. Returns whether there was one."""
+        if self._compaction is not None and self._turn is None:
+            self._compaction.cancel(reason=reason)
+            return True
         if self._turn is None:
             return False
         self._turn.cancel(reason)
@@ -249,9 +375,53 @@ class Session:
     def set_mode(self, mode: PermissionMode | str) -> None:
         """Switch the permission mode; it decides at call time, the tool list stays."""
         self.policy.set_mode(mode)
+        self.emit(ev.ModeChanged(session_id=self.id, mode=self.policy.mode.value))
+
+    @property
+    def model_name(self) -> str:
+        """The configured name of the model in use, else its model id."""
+        return self.options.model_name or self.options.provider.model
+
+    @property
+    def model_names(self) -> tuple[str, ...]:
+        return self.options.model_names
+
+    async def set_model(self, name: str) -> None:
+        """Switch to the configured model `name` from the next request on.
+
+        Raises `UsageError` for a name that is not configured, `TurnInProgress` while a
+        turn or compaction runs, and what reading the model's API key raises
+        (`NoCredentials`, `VariableError`); the session keeps its model then."""
+        derive = self.options.options_for_model
+        if derive is None or self._provider_factory is None or name not in self.model_names:
+            known = ", ".join(self.model_names) or "none"
+            raise UsageError(f"unknown model {name!r}; configured models: {known}")
+        if self._turn is not None or self._compaction is not None:
+            raise TurnInProgress(f"session {self.id} is busy; switch models between turns")
+        options = await derive(name)
+        # Building a client may import an SDK (~1 s the first time): off the event loop.
+        provider = await trio.to_thread.run_sync(self._provider_factory, options.provider)
+        if self._turn is not None or self._compaction is not None:  # started meanwhile
+            await provider.aclose()
+            raise TurnInProgress(f"session {self.id} is busy; switch models between turns")
+        old, self.provider, self.options = self.provider, provider, options
+        limits = limits_for(
+            options.provider.model,
+            context_window=options.context_window,
+            max_output_tokens=options.max_output_tokens,
+        )
+        self.accountant.window = limits.context_window
+        self.output_limit = limits.max_output_tokens
+        self._usage = dataclasses.replace(self._usage, context_window=limits.context_window)
+        with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
+            cleanup.shield = True
+            await old.aclose()
         self.emit(
-            ev.Notice(
-                session_id=self.id, level="info", text=f"permission mode: {self.policy.mode.value}"
+            ev.ModelChanged(
+                session_id=self.id,
+                model=name,
+                model_id=options.provider.model,
+                provider=options.provider.kind,
             )
         )
 
@@ -294,9 +464,12 @@ class Session:
     # --- used by the loop ---------------------------------------------------------------
 
     def emit(self, event: E) -> E:
-        """Number, record and publish an event; returns it as subscribers got it."""
+        """Number, record and publish an event; returns it as subscribers got it.
+
+        Secret values are redacted here, so no event reaches a subscriber or the display
+        history with one in it."""
         self._seq += 1
-        event = ev.with_seq(event, self._seq)
+        event = ev.with_seq(self.redactor.scrub(event), self._seq)
         self.store.record_event(event)
         self._hub.publish(event)
         return event
@@ -319,7 +492,9 @@ class Session:
             raise RawtrioError(f"the session store did not answer within {CLEANUP_DEADLINE_S} s")
 
     async def _durably(self, turn: Turn, messages: Sequence[Message]) -> None:
-        """Commit messages to the model context in one transaction."""
+        """Commit messages to the model context in one transaction (secrets redacted: the
+        tools already ran with what the model sent, the transcript never holds a secret)."""
+        messages = [self.redactor.scrub(m) for m in messages]
         await self._store_call(lambda: self.store.commit(self.id, turn.id, messages))
         self.context.extend(messages)
 
@@ -352,6 +527,7 @@ class Session:
 
     async def commit_assistant(self, turn: Turn, done: StreamDone) -> None:
         msg = done.message
+        sent = len(self.context)  # what the request carried: the provider counted it
         await self._durably(turn, [msg])
         turn.streaming = None
         turn.pending = list(msg.tool_calls)
@@ -366,18 +542,8 @@ class Session:
                 stop_reason=done.stop_reason,
             )
         )
-        u = done.usage
-        self.emit(
-            ev.Usage(
-                session_id=self.id,
-                turn_id=turn.id,
-                step=turn.step,
-                input_tokens=u.input_tokens,
-                output_tokens=u.output_tokens,
-                cache_read_tokens=u.cache_read_tokens,
-                cache_write_tokens=u.cache_write_tokens,
-            )
-        )
+        self.accountant.reported(done.usage, sent)
+        self.record_usage(done.usage, step=turn.step, turn_id=turn.id)
 
     async def commit_results(self, turn: Turn, results: Sequence[ToolResult]) -> None:
         await self._durably(turn, results)
@@ -399,6 +565,82 @@ class Session:
                     details=r.details,
                 )
             )
+
+    # --- context: usage, cost, compaction (rawtrio.context) ------------------------------
+
+    @property
+    def usage(self) -> UsageTotals:
+        """The session's running usage and cost totals (this process's requests)."""
+        return self._usage
+
+    def record_usage(self, u: UsageInfo, *, step: int, turn_id: str | None) -> None:
+        """Add one request's usage to the totals and emit `usage` (step 0: a summary)."""
+        cost = self.options.prices.cost(u) if self.options.prices is not None else None
+        self._usage = self._usage.add(u, cost)
+        self.emit(
+            ev.Usage(
+                session_id=self.id,
+                turn_id=turn_id,
+                step=step,
+                input_tokens=u.input_tokens,
+                output_tokens=u.output_tokens,
+                cache_read_tokens=u.cache_read_tokens,
+                cache_write_tokens=u.cache_write_tokens,
+                context_tokens=u.total_input_tokens,
+                context_window=self.accountant.window,
+                cost_usd=cost,
+                session_cost_usd=self._usage.cost_usd,
+            )
+        )
+
+    async def compact(self, focus: str | None = None) -> ev.CompactionEnded:
+        """Compact the model context now (`/compact [focus]`); cancellable with `cancel`.
+
+        Raises `TurnInProgress` while a turn or another compaction runs."""
+        if self._closing or self._nursery is None:
+            raise SessionClosed(f"session {self.id} is closed")
+        if self._turn is not None:
+            raise TurnInProgress(f"session {self.id} is running turn {self._turn.id}")
+        if self._compaction is not None:
+            raise TurnInProgress(f"session {self.id} is already compacting its context")
+        # Like a turn, it runs in the session nursery (closing the session ends it) in a
+        # scope of its own; a caller that stops waiting cancels it too.
+        scope = self._compaction = trio.CancelScope()
+        done = trio.Event()
+        result: list[ev.CompactionEnded] = []
+
+        async def compaction_task() -> None:
+            try:
+                with scope:
+                    result.append(await compaction.run_compaction(self, "manual", focus, None))
+            finally:
+                self._compaction = None
+                done.set()
+
+        self._nursery.start_soon(compaction_task, name="compaction")
+        try:
+            await done.wait()
+        finally:
+            if not done.is_set():
+                scope.cancel(reason="the caller stopped waiting for the compaction")
+                with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
+                    cleanup.shield = True
+                    await done.wait()
+        if result:
+            return result[0]
+        # Cancelled: run_compaction emitted its `cancelled` ending before unwinding.
+        assert self.last_compaction is not None
+        return self.last_compaction
+
+    async def replace_context(self, turn_id: str | None, messages: Sequence[Message]) -> None:
+        """Compaction's one change: the model context becomes `messages`, durably (the
+        summary is model output: scrubbed like every committed message)."""
+        batch = [self.redactor.scrub(m) for m in messages]
+        await self._store_call(lambda: self.store.replace_context(self.id, turn_id, batch))
+        self.context[:] = batch
+        self.accountant.reset()
+        size = self.accountant.request_tokens(self.build_request())
+        self._usage = dataclasses.replace(self._usage, context_tokens=size)
 
     # --- the turn task ------------------------------------------------------------------
 

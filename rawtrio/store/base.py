@@ -3,8 +3,8 @@
 Two records per session (DESIGN.md §5):
 
 - the **model context** — the messages the next request carries, changed only by
-  `commit()` (one transaction per commit point of the turn contract) and, later, by
-  compaction;
+  `commit()` (one transaction per commit point of the turn contract) and by compaction
+  (`replace_context()`, which keeps the replaced messages, marked);
 - the **display history** — every event the user saw (`record_event`), paged with
   opaque cursors and used by subscribers to resync by sequence number.
 
@@ -106,6 +106,14 @@ class SessionStore(Protocol):
 
     async def commit(self, session_id: str, turn_id: str, messages: Sequence[Message]) -> None:
         """Append messages to the model context in one durable transaction."""
+        ...
+
+    async def replace_context(
+        self, session_id: str, turn_id: str | None, messages: Sequence[Message]
+    ) -> None:
+        """Compaction: make `messages` the model context in one durable transaction. The
+        replaced messages are kept (marked, not deleted: I7); the display history is not
+        touched."""
         ...
 
     async def mark_call_started(self, session_id: str, turn_id: str, call_id: str) -> None:

@@ -43,7 +43,8 @@ def event_from_json(data: dict[str, Any]) -> ev.Event | None:
         if f.name not in data:
             continue
         value = data[f.name]
-        if f.name in _ENUMS and value is not None:
+        # By field name, where the event declares the enum (compaction's `outcome` is a str).
+        if f.name in _ENUMS and value is not None and _ENUMS[f.name].__name__ in str(f.type):
             value = _ENUMS[f.name](value)
         elif isinstance(value, list | dict):
             value = freeze(value)

@@ -60,11 +60,14 @@ def fork(
             "UPDATE sessions SET forked_from = ?, forked_at = ?, message_count = ? WHERE id = ?",
             (source_id, keep, keep, session_id),
         )
+        # Rows a compaction replaced after the cut are the fork's context again.
         conn.execute(
-            "INSERT INTO context (session_id, position, turn_id, role, after_seq, body) "
-            "SELECT ?, position, turn_id, role, min(after_seq, ?), body FROM context "
+            "INSERT INTO context "
+            "(session_id, position, turn_id, role, after_seq, body, replaced_at) "
+            "SELECT ?, position, turn_id, role, min(after_seq, ?), body, "
+            "CASE WHEN replaced_at < ? THEN replaced_at END FROM context "
             "WHERE session_id = ? AND position < ?",
-            (session_id, cut, source_id, keep),
+            (session_id, cut, keep, source_id, keep),
         )
         conn.execute(
             "INSERT INTO events (session_id, seq, turn_id, type, body, text) "

@@ -32,6 +32,9 @@ class _Session:
     context: list[Message] = field(default_factory=list)
     #: Per context message: the last display event stored before its commit (for forks).
     after_seq: list[int] = field(default_factory=list)
+    #: Per context message: None while in the model context; once a compaction replaced
+    #: it, the position of the first message of the context that replaced it (I7: kept).
+    replaced_at: list[int | None] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     turns: dict[str, TurnRecord] = field(default_factory=dict)
     started_calls: set[str] = field(default_factory=set)
@@ -93,7 +96,16 @@ class MemoryStore:
 
     async def load_context(self, session_id: str) -> list[Message]:
         await trio.lowlevel.checkpoint()
-        return list(self._get(session_id).context)
+        return _active(self._get(session_id))
+
+    async def replace_context(
+        self, session_id: str, turn_id: str | None, messages: Sequence[Message]
+    ) -> None:
+        await trio.lowlevel.checkpoint()
+        s = self._get(session_id)
+        at = len(s.context)
+        s.replaced_at = [at if r is None else r for r in s.replaced_at]
+        self._append(s, messages)
 
     async def begin_turn(
         self, session_id: str, turn_id: str, client_request_id: str | None
@@ -115,6 +127,7 @@ class MemoryStore:
     def _append(self, s: _Session, messages: Sequence[Message]) -> None:
         s.context.extend(messages)
         s.after_seq.extend([s.events[-1].seq if s.events else 0] * len(messages))
+        s.replaced_at.extend([None] * len(messages))
         title = s.record.title
         first_user = next((m for m in messages if isinstance(m, UserMessage)), None)
         if not title and first_user is not None:
@@ -191,7 +204,7 @@ class MemoryStore:
         return self._repair(s)
 
     def _repair(self, s: _Session) -> recovery.RecoveryReport:
-        results = recovery.missing_results(s.context, s.started_calls)
+        results = recovery.missing_results(_active(s), s.started_calls)
         turns = [t.id for t in s.turns.values() if t.outcome is None]
         if not results and not turns:
             return recovery.RecoveryReport()
@@ -240,6 +253,7 @@ class MemoryStore:
             record,
             context=src.context[:keep],
             after_seq=src.after_seq[:keep],
+            replaced_at=[r if r is not None and r < keep else None for r in src.replaced_at[:keep]],
             events=[dataclasses.replace(e, session_id=session_id) for e in kept],
             started_calls=set(src.started_calls),
             state=copy.deepcopy(src.state),
@@ -261,7 +275,7 @@ class MemoryStore:
     async def export_session(self, session_id: str, fmt: ExportFormat) -> str:
         record = await self.get_session(session_id)
         s = self._get(session_id)
-        return export.export(fmt, record, s.context, s.events)
+        return export.export(fmt, record, _active(s), s.events)
 
     async def search(
         self, query: str, *, cwd: str | None = None, limit: int = 20
@@ -297,6 +311,11 @@ class MemoryStore:
 
     async def aclose(self) -> None:
         await trio.lowlevel.checkpoint()
+
+
+def _active(s: _Session) -> list[Message]:
+    """The model context: the messages no compaction replaced."""
+    return [m for m, r in zip(s.context, s.replaced_at, strict=True) if r is None]
 
 
 _TRANSIENT = ("step_started", "text_delta", "thinking_delta", "tool_call_announced", "usage")

@@ -120,9 +120,27 @@ def _delete_rows(conn: Conn, session_id: str) -> None:
 def load_context(conn: Conn, session_id: str) -> list[Message]:
     require(conn, session_id)
     rows = conn.execute(
-        "SELECT body FROM context WHERE session_id = ? ORDER BY position", (session_id,)
+        "SELECT body FROM context WHERE session_id = ? AND replaced_at IS NULL ORDER BY position",
+        (session_id,),
     )
     return [codec.message_from_row(r[0]) for r in rows]
+
+
+def replace_context(
+    conn: Conn, session_id: str, turn_id: str | None, messages: Sequence[Message]
+) -> None:
+    """Compaction: the model context becomes `messages`; the old rows stay, marked."""
+    with write_txn(conn):
+        row = conn.execute(
+            "SELECT message_count FROM sessions WHERE id = ?", (session_id,)
+        ).fetchone()
+        if row is None:
+            raise UnknownSession(session_id)
+        conn.execute(
+            "UPDATE context SET replaced_at = ? WHERE session_id = ? AND replaced_at IS NULL",
+            (row[0], session_id),
+        )
+        append_messages(conn, session_id, turn_id, messages)
 
 
 def last_seq(conn: Conn, session_id: str) -> int:
@@ -300,7 +318,7 @@ def repair(conn: Conn, session_id: str) -> recovery.RecoveryReport:
     ]
     last = conn.execute(
         "SELECT position, turn_id FROM context WHERE session_id = ? AND role = 'assistant' "
-        "ORDER BY position DESC LIMIT 1",
+        "AND replaced_at IS NULL ORDER BY position DESC LIMIT 1",
         (session_id,),
     ).fetchone()
     results = []
@@ -308,7 +326,8 @@ def repair(conn: Conn, session_id: str) -> recovery.RecoveryReport:
         tail = [
             codec.message_from_row(r[0])
             for r in conn.execute(
-                "SELECT body FROM context WHERE session_id = ? AND position >= ? ORDER BY position",
+                "SELECT body FROM context WHERE session_id = ? AND position >= ? "
+                "AND replaced_at IS NULL ORDER BY position",
                 (session_id, last[0]),
             )
         ]

@@ -98,7 +98,14 @@ M003_LINEAGE = Migration(
     ),
 )
 
-MIGRATIONS: tuple[Migration, ...] = (M001_INITIAL, M002_SEARCH, M003_LINEAGE)
+# Compaction replaces the model context without deleting anything (I7): the replaced rows
+# stay, marked with the position of the first row of the context that replaced them.
+M004_COMPACTION = Migration(
+    "m004_compaction",
+    ("ALTER TABLE context ADD COLUMN replaced_at INTEGER",),
+)
+
+MIGRATIONS: tuple[Migration, ...] = (M001_INITIAL, M002_SEARCH, M003_LINEAGE, M004_COMPACTION)
 
 
 def check_file(path: Path) -> None:

@@ -198,6 +198,15 @@ class SqliteStore:
         batch = list(messages)
         await self._run("a commit", lambda c: ops.commit(c, session_id, turn_id, batch))
 
+    async def replace_context(
+        self, session_id: str, turn_id: str | None, messages: Sequence[Message]
+    ) -> None:
+        await self._writer(session_id)
+        batch = list(messages)
+        await self._run(
+            "a compaction", lambda c: ops.replace_context(c, session_id, turn_id, batch)
+        )
+
     async def mark_call_started(self, session_id: str, turn_id: str, call_id: str) -> None:
         await self._writer(session_id)
         await self._run(

@@ -179,7 +179,6 @@ def _read_lines(path: Path, first: int, limit: int, max_bytes: int) -> LineWindo
     if path.is_dir():
         raise IsADirectoryError(21, "Is a directory", str(path))
     window = LineWindow(first=first)
-    digest = hashlib.sha256()
     with open(path, "rb") as f:
         window.size = os.fstat(f.fileno()).st_size
         sniff = f.read(SNIFF_BYTES)
@@ -187,27 +186,37 @@ def _read_lines(path: Path, first: int, limit: int, max_bytes: int) -> LineWindo
             window.binary, window.head = True, sniff[:64]
             return window
         f.seek(0)
-        shown = 0
-        collecting = True
-        for lineno, pieces in enumerate(_raw_lines(f), start=1):
-            window.total_lines = lineno
-            if lineno % _CANCEL_CHECK_EVERY == 0:
-                trio.from_thread.check_cancelled()
-            if lineno < first or not collecting:
-                continue
-            if len(window.lines) >= limit:
-                collecting = False
-                continue
-            head = pieces[0]
-            if shown + len(head) > max_bytes and window.lines:
-                window.stopped_by_size = True
-                collecting = False
-                continue
-            shown += len(head)
-            for piece in pieces:
-                digest.update(piece)
-            window.lines.append(head)
-            window.cut.append(len(pieces) > 1)
+        return fill_window(window, f, limit=limit, max_bytes=max_bytes, in_thread=True)
+
+
+def fill_window(
+    window: LineWindow, f: BinaryIO, *, limit: int, max_bytes: int, in_thread: bool = False
+) -> LineWindow:
+    """Read `f` to its end into `window` (from line `window.first`, at most `limit` lines
+    and `max_bytes` shown), counting every line and hashing the lines shown. `in_thread`:
+    running in a worker thread, which stops early when its trio caller is cancelled."""
+    digest = hashlib.sha256()
+    shown = 0
+    collecting = True
+    for lineno, pieces in enumerate(_raw_lines(f), start=1):
+        window.total_lines = lineno
+        if in_thread and lineno % _CANCEL_CHECK_EVERY == 0:
+            trio.from_thread.check_cancelled()
+        if lineno < window.first or not collecting:
+            continue
+        if len(window.lines) >= limit:
+            collecting = False
+            continue
+        head = pieces[0]
+        if shown + len(head) > max_bytes and window.lines:
+            window.stopped_by_size = True
+            collecting = False
+            continue
+        shown += len(head)
+        for piece in pieces:
+            digest.update(piece)
+        window.lines.append(head)
+        window.cut.append(len(pieces) > 1)
     window.sha256 = digest.hexdigest()
     return window
 

@@ -29,7 +29,6 @@ from typing import Final
 import trio
 
 from rawtrio.contracts import CLEANUP_DEADLINE_S
-from rawtrio.redaction import Redactor
 from rawtrio.tools.base import ToolSettings
 from rawtrio.tools.process_group import ProcessResult, ProcessWatch, run_in_process_group
 from rawtrio.tools.subreaper import end_session_processes
@@ -143,7 +142,7 @@ class BackgroundJobs:
         env: Mapping[str, str] | None,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        redactor = Redactor(self.settings.secrets)
+        redactor = self.settings.redactor
         job.started_at = trio.current_time()
 
         def on_output(text: str) -> None:

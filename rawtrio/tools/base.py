@@ -24,6 +24,7 @@ from rawtrio.contracts import (
     ToolStatus,
 )
 from rawtrio.frozen import FrozenJSON, empty, freeze
+from rawtrio.redaction import Redactor
 
 if TYPE_CHECKING:
     from rawtrio.tools.backend import Backend
@@ -63,9 +64,10 @@ class ToolSettings:
     bash_timeout_s: float = 120.0
     #: Environment variables removed from every child process (shell-style patterns).
     strip_env: tuple[str, ...] = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "*_API_KEY")
-    #: Secret values (from config) that command output must never show; replaced by
-    #: `[redacted]` in results, live output and cancel reports.
-    secrets: tuple[str, ...] = ()
+    #: The session's secret values (API keys, secret variables as they are read): command
+    #: output never shows them; replaced by `[redacted]` in results, live output and cancel
+    #: reports. Shared, so a value read later is redacted from then on.
+    redactor: Redactor = field(default_factory=Redactor, compare=False)
     #: Refuse file-tool paths that resolve outside the working directory (symlinks
     #: included). Off by default; it is a guard against mistakes, not a sandbox.
     confine: bool = False

@@ -112,7 +112,7 @@ def command_env(ctx: ToolContext) -> dict[str, str]:
 
 async def run_bash(ctx: ToolContext, command: str, timeout_s: float) -> ToolOutput:
     settings = ctx.settings
-    redactor = Redactor(settings.secrets)
+    redactor = settings.redactor
     live = StreamRedactor(redactor, ctx.output)
     watch = ProcessWatch()
     try:

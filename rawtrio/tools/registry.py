@@ -14,7 +14,10 @@ stable across sessions and provider caches keep working):
    be taken, a counter), so two tools never share a name.
 
 Arguments are checked against the tool's JSON Schema (Draft 2020-12) by `validate()`,
-with one validator per tool built at registration.
+with one validator per tool, built at its first call. A schema from outside (MCP servers,
+user tools) is checked at registration; the built-ins' schemas are checked by the test
+suite instead, so a session that uses only built-ins does not import `jsonschema` (~100 ms)
+before its first request.
 """
 
 from __future__ import annotations
@@ -22,15 +25,16 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterator, Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import SchemaError, ValidationError
-
-from rawtrio.contracts import PROVIDER_TOOL_NAME_RE
-from rawtrio.frozen import FrozenJSON, thaw
+from rawtrio.contracts import BUILTIN_TOOL_NAMES, PROVIDER_TOOL_NAME_RE
+from rawtrio.frozen import FrozenJSON, json_type_name, thaw
 from rawtrio.providers.base import ToolSpec
 from rawtrio.tools.base import Tool
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import ValidationError
 
 _MAX_NAME: Final = 64
 _HASH_LEN: Final = 8
@@ -54,13 +58,12 @@ class ToolRegistry:
             raise ValueError("tool id must not be empty")
         if tool.id in self._by_id:
             raise ValueError(f"a tool with id {tool.id!r} is already registered")
-        validator = _validator_for(tool)
+        _check_schema(tool, full=tool.id not in BUILTIN_TOOL_NAMES)
         name = self.provider_name(tool.id)
         assert PROVIDER_TOOL_NAME_RE.match(name), name
         self._by_id[tool.id] = tool
         self._name_of[tool.id] = name
         self._by_name[name] = tool
-        self._validators[tool.id] = validator
 
     def provider_name(self, tool_id: str) -> str:
         """The name sent to providers for `tool_id`.
@@ -112,15 +115,18 @@ class ToolRegistry:
                 f"The arguments for tool {name!r} were not valid JSON. Call the tool again "
                 f"with a single JSON object that matches its input schema."
             )
-        if self._by_id.get(tool.id) is tool:
+        if self._by_id.get(tool.id) is not tool:
+            _check_schema(tool, full=True)
+            validator = _validator_for(tool)
+        elif tool.id in self._validators:
             validator = self._validators[tool.id]
         else:
-            validator = _validator_for(tool)
+            validator = self._validators[tool.id] = _validator_for(tool)
         instance = thaw(arguments)
         if not isinstance(instance, dict):
             return (
                 f"The arguments for tool {name!r} must be a JSON object, "
-                f"not {_json_type(instance)}."
+                f"not {json_type_name(instance)}."
             )
         errors = sorted(validator.iter_errors(instance), key=_error_sort_key)
         if not errors:
@@ -143,17 +149,28 @@ class ToolRegistry:
         return iter(self._by_id.values())
 
 
-def _validator_for(tool: Tool) -> Draft202012Validator:
+def _check_schema(tool: Tool, *, full: bool) -> None:
+    """ValueError unless the schema is an object schema (and, `full`, valid Draft 2020-12)."""
     schema = thaw(tool.input_schema)
     if not isinstance(schema, dict) or schema.get("type") != "object":
         raise ValueError(
             f'tool {tool.id!r}: input_schema must be a JSON Schema with "type": "object"'
         )
+    if not full:
+        return
+    from jsonschema import Draft202012Validator
+    from jsonschema.exceptions import SchemaError
+
     try:
         Draft202012Validator.check_schema(schema)
     except SchemaError as e:
         raise ValueError(f"tool {tool.id!r}: invalid input_schema: {e.message}") from None
-    return Draft202012Validator(schema)
+
+
+def _validator_for(tool: Tool) -> Draft202012Validator:
+    from jsonschema import Draft202012Validator
+
+    return Draft202012Validator(thaw(tool.input_schema))
 
 
 def _sanitize(tool_id: str) -> str:
@@ -162,20 +179,6 @@ def _sanitize(tool_id: str) -> str:
 
 def _hash_suffix(tool_id: str) -> str:
     return "_" + hashlib.sha256(tool_id.encode("utf-8")).hexdigest()[:_HASH_LEN]
-
-
-def _json_type(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "a boolean"
-    if isinstance(value, int | float):
-        return "a number"
-    if isinstance(value, str):
-        return "a string"
-    if isinstance(value, list):
-        return "an array"
-    return "an object"
 
 
 def _error_sort_key(error: ValidationError) -> tuple[str, str]:
@@ -206,7 +209,7 @@ def _describe(error: ValidationError) -> str:
         return f"{where}: unexpected field(s) {', '.join(map(repr, extra))} (allowed: {known})"
     if kind == "type":
         wanted = " or ".join(expected) if isinstance(expected, list) else expected
-        return f"{where}: expected {wanted}, got {_json_type(value)} ({_short(value)})"
+        return f"{where}: expected {wanted}, got {json_type_name(value)} ({_short(value)})"
     if kind == "enum":
         options = ", ".join(map(repr, expected))
         return f"{where}: expected one of {options}, got {_short(value)}"

@@ -3,6 +3,7 @@ rawtrio sent), and an isolated place for each rawtrio run."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -80,11 +81,11 @@ class FakeModel:
         return self.base_url if provider == "anthropic" else self.openai_base_url
 
 
-@pytest.fixture(scope="session")
-def fake_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeModel]:
-    """`python -m rawtrio.testing.fake_model` serving SCENARIO on a free port."""
-    path = tmp_path_factory.mktemp("fake-model") / "scenario.json"
-    path.write_text(json.dumps(SCENARIO))
+@contextlib.contextmanager
+def fake_model_process(scenario: dict[str, Any], folder: Path) -> Iterator[FakeModel]:
+    """`python -m rawtrio.testing.fake_model` serving `scenario` on a free port."""
+    path = folder / "scenario.json"
+    path.write_text(json.dumps(scenario))
     proc = subprocess.Popen(
         [
             sys.executable,
@@ -107,6 +108,12 @@ def fake_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeModel]:
         proc.wait(timeout=LIVENESS_S)
         if proc.stdout is not None:
             proc.stdout.close()
+
+
+@pytest.fixture(scope="session")
+def fake_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeModel]:
+    with fake_model_process(SCENARIO, tmp_path_factory.mktemp("fake-model")) as fake:
+        yield fake
 
 
 @pytest.fixture

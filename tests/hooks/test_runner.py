@@ -13,6 +13,7 @@ import trio
 
 from rawtrio.hooks import HookDecision, HookEvent, HookSpec, payloads
 from rawtrio.hooks.spec import BLOCKING_EVENTS
+from rawtrio.redaction import Redactor
 from tests.hooks.conftest import LIVENESS_S, MakeRunner, hook, py
 
 ECHO_INPUT = "import sys; sys.stdout.write(sys.stdin.read())"
@@ -258,7 +259,9 @@ async def test_api_keys_are_stripped_and_secrets_redacted(
         "import os, sys; print(os.environ.get('ANTHROPIC_API_KEY', 'none'));"
         "sys.stderr.write('token hunter2'); sys.exit(2)"
     )
-    runner, receipts = make_runner(hook(HookEvent.PRE_TOOL_USE, code), secrets=["hunter2"])
+    runner, receipts = make_runner(
+        hook(HookEvent.PRE_TOOL_USE, code), redactor=Redactor(["hunter2"])
+    )
     with trio.fail_after(LIVENESS_S):
         outcome = await runner.run(HookEvent.PRE_TOOL_USE, PAYLOADS[HookEvent.PRE_TOOL_USE])
     assert receipts[0].stdout == "none\n"

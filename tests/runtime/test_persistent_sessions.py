@@ -100,3 +100,42 @@ async def test_a_changed_skill_is_announced_in_the_next_message_after_resume(
             assert "release" in sent.text
             assert sent.text.endswith("second")
             assert sent.text != "second"
+
+
+async def test_changed_tool_definitions_are_announced_once_after_resume(tmp_path: Path) -> None:
+    db = tmp_path / "sessions.db"
+    scenario = {"rules": [{"match": "*", "replies": [{"text": "ok"}]}]}
+    async with open_fake_model_server(Scenario.from_dict(scenario)) as server:
+
+        def options(*tools: str) -> SessionOptions:
+            return SessionOptions(
+                cwd=tmp_path, provider=provider_for(server, "anthropic"), tool_selection=tools
+            )
+
+        async with SqliteStore(db) as store, open_runtime(store) as runtime:
+            session = await runtime.create_session(options("read_file", "bash"))
+            await session.run_turn("first")
+            session_id, first_digest = session.id, session.tools_digest
+            assert "changed" not in (server.requests[-1].user_text or "")
+
+        async with SqliteStore(db) as store, open_runtime(store) as runtime:
+            resumed = await runtime.open_session(session_id, options("read_file", "grep"))
+            assert resumed.tools_digest != first_digest
+            await resumed.run_turn("second")
+            sent = resumed.context[-2]
+            assert isinstance(sent, UserMessage)
+            assert "added: grep; removed: bash" in sent.text
+            assert sent.text.endswith("second")
+            names = [t["name"] for t in server.requests[-1].body["tools"]]
+            assert names == ["read_file", "grep"]
+            history = await store.events_since(session_id, 0)
+            assert any("removed: bash" in e.text for e in history if isinstance(e, ev.Notice))
+
+        # The same tools again: nothing to say, and the cache key stays.
+        async with SqliteStore(db) as store, open_runtime(store) as runtime:
+            again = await runtime.open_session(session_id, options("read_file", "grep"))
+            assert again.tools_digest == resumed.tools_digest
+            await again.run_turn("third")
+            sent = again.context[-2]
+            assert isinstance(sent, UserMessage)
+            assert sent.text == "third"

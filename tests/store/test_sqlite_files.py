@@ -50,10 +50,12 @@ async def _fill_older_version(db: Path, version: int) -> None:
         return
     conn = sqlite3.connect(db, isolation_level=None)
     conn.execute(
-        "INSERT INTO sessions VALUES ('old', 'kept', '/w', 'sys', 'anthropic', 'm', 1, 2, 1)"
+        "INSERT INTO sessions (id, title, cwd, system_prompt, provider, model, created_at, "
+        "updated_at, message_count) VALUES ('old', 'kept', '/w', 'sys', 'anthropic', 'm', 1, 2, 1)"
     )
     conn.execute(
-        "INSERT INTO context VALUES ('old', 0, 't', 'user', 1, ?)",
+        "INSERT INTO context (session_id, position, turn_id, role, after_seq, body) "
+        "VALUES ('old', 0, 't', 'user', 1, ?)",
         ('{"role":"user","text":"findable words"}',),
     )
     body = '{"v":1,"seq":1,"type":"user_message","session_id":"old","text":"findable words"}'

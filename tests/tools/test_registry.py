@@ -1,13 +1,15 @@
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Mapping
 from typing import Any
 
 import pytest
 
 from rawtrio.contracts import BUILTIN_TOOL_NAMES, PROVIDER_TOOL_NAME_RE
-from rawtrio.frozen import freeze
-from rawtrio.tools.base import Tool, ToolContext, ToolOutput
+from rawtrio.frozen import freeze, thaw
+from rawtrio.tools.base import Tool, ToolContext, ToolOutput, ToolSettings
 from rawtrio.tools.builtin import builtin_registry
 from rawtrio.tools.registry import ToolRegistry
 
@@ -206,3 +208,27 @@ def test_builtin_registry_can_select_tools() -> None:
     assert [t.id for t in registry.tools()] == ["read_file"]
     with pytest.raises(ValueError, match="unknown built-in tool"):
         builtin_registry(only={"read_file", "teleport"})
+
+
+def test_every_built_in_schema_is_valid_draft_2020_12() -> None:
+    """The registry trusts the built-ins' schemas (no jsonschema import before the first
+    request); this is where they are checked."""
+    from jsonschema import Draft202012Validator
+
+    registry = builtin_registry(ToolSettings())
+    assert {t.id for t in registry} >= set(BUILTIN_TOOL_NAMES)
+    for tool in registry:
+        Draft202012Validator.check_schema(thaw(tool.input_schema))
+
+
+def test_a_session_of_built_ins_does_not_import_jsonschema_before_a_call() -> None:
+    code = (
+        "import sys; from rawtrio.tools.base import ToolSettings;"
+        "from rawtrio.tools.builtin import builtin_registry;"
+        "r = builtin_registry(ToolSettings()); r.specs();"
+        "assert 'jsonschema' not in sys.modules, 'imported at registration';"
+        "t = r.get('read_file'); assert r.validate(t, {}) is not None;"
+        "assert 'jsonschema' in sys.modules"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr

@@ -61,7 +61,7 @@ def test_stream_redactor_catches_secrets_split_across_chunks() -> None:
 
 
 async def test_bash_never_shows_secret_values(make_ctx: MakeCtx) -> None:
-    settings = ToolSettings(output_cap=4000, sigterm_grace_s=0.2, secrets=(SECRET,))
+    settings = ToolSettings(output_cap=4000, sigterm_grace_s=0.2, redactor=Redactor([SECRET]))
     live: list[str] = []
     ctx = make_ctx(settings=settings, emit_output=live.append, env={"PATH": "/usr/bin:/bin"})
     out = await bash_tool().handler(ctx, freeze({"command": f"echo {SECRET}"}))

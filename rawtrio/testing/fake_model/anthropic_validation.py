@@ -1,6 +1,7 @@
 """Request checks of the Anthropic Messages API, with the service's own error texts.
 
-Checked: required fields, roles, non-empty content, tool names, thinking budget,
+Checked: required fields, roles, non-empty content, tool names, thinking budget, at most
+four `cache_control` breakpoints,
 `tool_use`/`tool_result` pairing between neighbouring messages (results first in the user
 message), and that thinking blocks come back with the signature the server gave them.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from rawtrio.testing.fake_model import prompt_cache
 from rawtrio.testing.fake_model.wire_common import TOOL_NAME_PATTERN, Rejection, sign
 
 MISSING_RESULTS = (
@@ -56,6 +58,9 @@ def validate(body: dict[str, Any]) -> None:
     _check_thinking(body)
     for i, message in enumerate(messages):
         _check_message(i, message, last=i == len(messages) - 1)
+    breakpoints = prompt_cache.count_breakpoints(body)
+    if breakpoints > prompt_cache.MAX_BREAKPOINTS:
+        raise Rejection(prompt_cache.TOO_MANY_BREAKPOINTS.format(n=breakpoints))
     for i, message in enumerate(messages):
         if message["role"] == "assistant":
             _check_pairing(messages, i)

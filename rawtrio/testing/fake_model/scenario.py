@@ -18,8 +18,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from rawtrio.context.compaction import COMPACTION_MARKER
+
 #: The reply a conversation gets once its rule has no more replies.
 DONE_TEXT = "done"
+#: A rule `match` that fits rawtrio's compaction (summary) requests only.
+COMPACTION_MATCH = "@compaction"
 
 
 class ScenarioError(ValueError):
@@ -75,6 +79,9 @@ class Reply:
     stall_after: int | None = None
     usage: UsageSpec = field(default_factory=UsageSpec)
     stop_reason: str | None = None
+    #: Answer with the user text repeated this many times (after `text`), e.g. a
+    #: "summary" larger than the conversation it was asked to summarize.
+    echo: int = 0
 
     @classmethod
     def from_dict(cls, data: object, where: str = "reply") -> Reply:
@@ -99,6 +106,7 @@ class Reply:
             stall_after=_get(d, "stall_after", int, where, None),
             usage=_usage(d.get("usage", {}), f"{where}.usage"),
             stop_reason=_get(d, "stop_reason", str, where, None),
+            echo=_get(d, "echo", int, where, 0),
         )
 
 
@@ -110,6 +118,8 @@ class Rule:
     def fits(self, text: str) -> bool:
         if self.match == "*":
             return True
+        if self.match == COMPACTION_MATCH:
+            return text.startswith(COMPACTION_MARKER)
         if self.match.startswith("re:"):
             return re.search(self.match[3:], text) is not None
         return self.match in text
@@ -177,6 +187,7 @@ _REPLY_KEYS = {
     "stall_after",
     "usage",
     "stop_reason",
+    "echo",
 }
 
 

@@ -7,6 +7,7 @@ order, before it is answered) so tests can check what the client sent and how it
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -19,8 +20,9 @@ import trio
 from rawtrio.testing.fake_model.anthropic_wire import AnthropicWire
 from rawtrio.testing.fake_model.chat_wire import ChatWire
 from rawtrio.testing.fake_model.http_server import HTTPRequest, ResponseWriter, serve_connection
+from rawtrio.testing.fake_model.prompt_cache import PromptCache, prompt_tokens
 from rawtrio.testing.fake_model.responses_wire import ResponsesWire
-from rawtrio.testing.fake_model.scenario import Scenario
+from rawtrio.testing.fake_model.scenario import Reply, Scenario
 from rawtrio.testing.fake_model.sse import send_events
 from rawtrio.testing.fake_model.wire_common import Rejection, Wire
 
@@ -76,6 +78,7 @@ class FakeModelServer:
         self._disconnect_event = trio.Event()
         self._changed = trio.Event()
         self._connections = 0
+        self.prompt_cache = PromptCache()
 
     @property
     def base_url(self) -> str:
@@ -109,6 +112,33 @@ class FakeModelServer:
         """
         while not predicate(self):
             await self._changed.wait()
+
+    def _counted(self, wire: Wire, body: dict[str, Any], reply: Reply) -> Reply:
+        """The reply with the prompt counted as the service counts it (unless scripted):
+        system, tools and messages, and the prompt cache's reads (and Anthropic's writes)."""
+        u = reply.usage
+        if u.input_tokens is not None:
+            return reply
+        if wire.name == "anthropic":
+            if u.cache_read_tokens or u.cache_write_tokens:
+                return reply
+            cached = self.prompt_cache.anthropic(body)
+            usage = dataclasses.replace(
+                u,
+                input_tokens=cached.input_tokens,
+                cache_read_tokens=cached.cache_read_tokens,
+                cache_write_tokens=cached.cache_write_tokens,
+            )
+        else:
+            if wire.name == "openai-chat":
+                total = prompt_tokens(body.get("messages"), body.get("tools"))
+            else:
+                total = prompt_tokens(
+                    body.get("instructions"), body.get("input"), body.get("tools")
+                )
+            read = u.cache_read_tokens or self.prompt_cache.openai(body, total)
+            usage = dataclasses.replace(u, input_tokens=total, cache_read_tokens=read)
+        return dataclasses.replace(reply, usage=usage)
 
     def _notify(self) -> None:
         self._changed.set()
@@ -166,7 +196,10 @@ class FakeModelServer:
             return
         located = wire.locate(body)
         record.user_text, record.step = located.user_text, located.step
-        reply = self.scenario.pick(located.user_text, located.step)
+        reply = self._counted(wire, body, self.scenario.pick(located.user_text, located.step))
+        if reply.echo:
+            echoed = reply.text + (located.user_text or "") * reply.echo
+            reply = dataclasses.replace(reply, text=echoed)
         error = reply.error
         if error is not None and error.after is None:
             rejection = Rejection(

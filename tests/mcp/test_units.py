@@ -1,0 +1,129 @@
+"""The parts that need no server: results, selection, the capped log, line splitting."""
+
+from __future__ import annotations
+
+import base64
+from pathlib import Path
+
+import mcp_types as types
+
+from rawtrio.config.schema import McpServerConfig
+from rawtrio.contracts import ToolStatus
+from rawtrio.mcp import catalog
+from rawtrio.mcp.log import LineSplitter, ServerLog
+from rawtrio.mcp.results import to_output
+from rawtrio.tools.registry import ToolRegistry
+
+PNG = base64.b64encode(b"\x89PNG" + b"\0" * 96).decode()
+
+
+def test_images_and_resources_are_described_in_the_text_result() -> None:
+    result = types.CallToolResult(
+        content=[
+            types.TextContent(type="text", text="look:"),
+            types.ImageContent(type="image", data=PNG, mime_type="image/png"),
+            types.EmbeddedResource(
+                type="resource",
+                resource=types.TextResourceContents(uri="file:///a.txt", text="inside"),
+            ),
+            types.ResourceLink(type="resource_link", uri="file:///b.bin", name="b"),
+        ]
+    )
+    out = to_output(result, server="s", tool="t", cap=10_000)
+    assert out.status is ToolStatus.OK
+    assert out.content.splitlines() == [
+        "look:",
+        "[image image/png, 100 bytes: not shown, rawtrio passes tool results to the model as text]",
+        "[resource file:///a.txt]",
+        "inside",
+        "[resource link b: file:///b.bin]",
+    ]
+    assert out.details["media"] == ({"kind": "image", "mime_type": "image/png", "bytes": 100},)
+
+
+def test_an_oversized_result_keeps_head_and_tail_with_a_note() -> None:
+    text = "HEAD" + "x" * 100_000 + "TAIL"
+    result = types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+    out = to_output(result, server="s", tool="t", cap=1000)
+    assert out.content.startswith("HEAD")
+    assert "TAIL\n[result truncated: 100008 bytes" in out.content
+    assert len(out.content) < 1200
+    assert out.details["truncated_bytes"] == 100_008 - 1000
+
+
+def test_an_error_result_and_structured_content() -> None:
+    failed = types.CallToolResult(
+        content=[types.TextContent(type="text", text="no such repo")], is_error=True
+    )
+    assert to_output(failed, server="s", tool="t", cap=100).status is ToolStatus.ERROR
+    structured = types.CallToolResult(content=[], structured_content={"n": 1})
+    assert to_output(structured, server="s", tool="t", cap=100).content == '{"n": 1}'
+
+
+def test_secrets_are_redacted_from_results() -> None:
+    result = types.CallToolResult(content=[types.TextContent(type="text", text="key=abcdef123")])
+    out = to_output(
+        result, server="s", tool="t", cap=100, redact=lambda s: s.replace("abcdef123", "[x]")
+    )
+    assert out.content == "key=[x]"
+
+
+def _tool(name: str, **hints: bool) -> types.Tool:
+    annotations = types.ToolAnnotations.model_validate(hints) if hints else None
+    return types.Tool(name=name, input_schema={"type": "object"}, annotations=annotations)
+
+
+def test_server_and_agent_globs_select_tools_in_order() -> None:
+    config = McpServerConfig(command=["x"], tools=["*", "!secret_*"])
+    tools = [_tool("b"), _tool("secret_a"), _tool("a"), _tool("c")]
+    chosen = catalog.selected("gh", config, tools, ("*", "!mcp/gh/c"))
+    assert [t.name for t in chosen] == ["b", "a"]
+
+
+def test_read_only_comes_from_trusted_annotations_only() -> None:
+    trusting = McpServerConfig(command=["x"])
+    wary = McpServerConfig(command=["x"], trust_annotations=False)
+    reader = _tool("r", read_only_hint=True)
+    confused = _tool("c", read_only_hint=True, destructive_hint=True)
+    assert catalog.read_only(reader, trusting)
+    assert not catalog.read_only(reader, wary)
+    assert not catalog.read_only(confused, trusting)
+    assert not catalog.read_only(_tool("plain"), trusting)
+
+
+def test_provider_names_of_mcp_ids_fit_the_providers_pattern() -> None:
+    registry = ToolRegistry()
+    assert registry.provider_name("mcp/github/create_issue") == "mcp__github__create_issue"
+    long_id = catalog.tool_id("a.server", "t" * 80)
+    name = registry.provider_name(long_id)
+    assert len(name) == 64
+    assert name.startswith("mcp__a_server__")
+
+
+def test_the_tool_list_cache_round_trips_and_follows_the_config(tmp_path: Path) -> None:
+    config = McpServerConfig(command=["x"])
+    tools = [_tool("a", read_only_hint=True)]
+    assert catalog.load_cached(tmp_path, "s", config) is None
+    catalog.save_cached(tmp_path, "s", config, tools)
+    assert catalog.load_cached(tmp_path, "s", config) == tools
+    changed = McpServerConfig(command=["x", "--other"])
+    assert catalog.load_cached(tmp_path, "s", changed) is None
+    catalog.cache_path(tmp_path, "s", config).write_text("{not json")
+    assert catalog.load_cached(tmp_path, "s", config) is None
+
+
+def test_the_log_keeps_the_last_lines_cut_to_length() -> None:
+    log = ServerLog(max_lines=3, max_line_chars=10)
+    for i in range(5):
+        log.add("stderr", f"line {i} " + "z" * 20)
+    assert log.dropped_lines == 2
+    assert log.lines()[0] == "[stderr] line 2 zzz… [17 more chars]"
+
+
+def test_line_splitting_bounds_an_endless_line() -> None:
+    split = LineSplitter(max_bytes=10, keep=4)
+    assert split.feed(b"ok\nabc") == [(b"ok", False, 2)]
+    for _ in range(1000):
+        assert split.feed(b"y" * 1000) == []
+    assert split.buffered_bytes <= 4
+    assert split.feed(b"end\nnext\n") == [(b"abcy", True, 1_000_006), (b"next", False, 4)]
