@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed
 BUDGET ?= 120
 ARGS ?=
 
-.PHONY: run test lint stress bench clean
+.PHONY: tmux run test lint stress bench clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -14,23 +14,43 @@ $(STAMP): pyproject.toml
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)
 
+# The ACP conformance suite's client: the official TypeScript SDK, pinned in the lockfile.
+# Without npm the ACP tests skip on a developer's machine; under CI=true this fails.
+ACP_NODE := tests/acp/node_modules/.installed
+$(ACP_NODE): tests/acp/package.json tests/acp/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+		npm ci --prefix tests/acp --no-audit --no-fund --loglevel=error && touch $@; \
+	elif [ "$$CI" = "true" ]; then \
+		echo "npm (Node 20) is required for the ACP tests under CI=true" >&2; exit 1; \
+	else echo "warning: npm not found: the ACP conformance tests will be skipped" >&2; fi
+
 run: $(STAMP)
 	$(BIN)/rawtrio $(ARGS)
 
-test: $(STAMP)
-	$(BIN)/pytest -q $(ARGS)
+# Two workers: most tests wait on real processes and sockets, not on the CPU.
+WORKERS ?= 2
+test: $(STAMP) $(ACP_NODE) tmux
+	$(BIN)/pytest -q -n $(WORKERS) $(ARGS)
+
+# The terminal chat's tests (tests/tui) drive rawtrio in tmux; under CI it is installed.
+tmux:
+	@command -v tmux >/dev/null 2>&1 || [ "$$CI" != true ] || \
+		{ apt-get update -qq && apt-get install -y -qq tmux >/dev/null; }
 
 lint: $(STAMP)
 	$(BIN)/ruff check rawtrio tests stress
 	$(BIN)/ruff format --check rawtrio tests stress
 	$(BIN)/mypy
 
-# Three quarters of the budget for the cancellation suite, the rest for the crash suite
-# (SIGKILL + reopen); both always run, and the target fails if either found a violation.
+# 60 % of the budget for the cancellation suite, 25 % for the crash suite (SIGKILL +
+# reopen), the rest for ACP sessions over WebSocket with random cancels and reconnects;
+# all three always run, and the target fails if any found a violation.
 stress: $(STAMP)
-	@cancel=$$(( $(BUDGET) * 3 / 4 )); crash=$$(( $(BUDGET) - $(BUDGET) * 3 / 4 )); status=0; \
+	@cancel=$$(( $(BUDGET) * 60 / 100 )); crash=$$(( $(BUDGET) * 25 / 100 )); \
+	acp=$$(( $(BUDGET) - cancel - crash )); status=0; \
 	$(BIN)/python -m stress --budget $$(( cancel > 0 ? cancel : 1 )) $(ARGS) || status=1; \
 	$(BIN)/python -m stress.crash --budget $$(( crash > 0 ? crash : 1 )) $(CRASH_ARGS) || status=1; \
+	$(BIN)/python -m stress.acp_ws --budget $$(( acp > 0 ? acp : 1 )) || status=1; \
 	exit $$status
 
 bench: $(STAMP)

@@ -1,0 +1,1 @@
+"""The Agent Client Protocol front end (`rawtrio acp`): docs/acp.md."""

@@ -1,0 +1,180 @@
+"""`rawtrio acp [--ws [--host H] [--port N]]`: serve the Agent Client Protocol.
+
+On stdio (the default) the editor starts rawtrio and talks on its stdin/stdout; the
+process ends when stdin closes. With `--ws` rawtrio serves many connections on
+`ws://127.0.0.1:PORT/acp` until SIGINT/SIGTERM; at start it prints one JSON line on
+stderr, `{"acp_ws": URL, "token": TOKEN}`, and writes the same to `acp-ws.json` (mode
+0600) in the state directory.
+
+Each session's options come from the configuration like any front end's, with the
+client's `cwd` as the working directory (`session_options`). SIGINT/SIGTERM close every
+session (running turns are cancelled and recorded) and exit 0.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import json
+import logging
+import signal
+import sys
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from rawtrio.cli import SignalLatch, add_session_flags
+from rawtrio.contracts import ExitCode
+
+log = logging.getLogger("rawtrio.acp")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="rawtrio acp",
+        description="Serve the Agent Client Protocol (ACP v1) for editors, on stdio or a "
+        "local WebSocket.",
+    )
+    p.add_argument("--ws", action="store_true", help="serve on a local WebSocket, not stdio")
+    p.add_argument("--host", default="127.0.0.1", help="WebSocket address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=0, help="WebSocket port (default: a free one)")
+    p.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="also accept WebSocket connections from this Origin (loopback origins always are)",
+    )
+    p.add_argument(
+        "--permission-timeout",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="cancel a turn whose permission request finds no connected client this long "
+        "(default 300)",
+    )
+    p.add_argument(
+        "--max-message",
+        type=int,
+        default=8 * 1024 * 1024,
+        metavar="BYTES",
+        help="largest incoming message (default 8 MiB)",
+    )
+    p.add_argument(
+        "--max-queued",
+        type=int,
+        default=4096,
+        metavar="N",
+        help="messages queued for a connection before a client that stopped reading is cut "
+        "off (default 4096)",
+    )
+    p.add_argument("--log-file", metavar="PATH", help="write logs here instead of stderr")
+    add_session_flags(p)
+    return p
+
+
+def main(argv: list[str], latch: SignalLatch | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.permission_timeout <= 0:
+        parser.error("--permission-timeout: expected seconds > 0")
+    if args.max_queued < 16:
+        parser.error("--max-queued: expected at least 16")
+    if args.max_message < 1024:
+        parser.error("--max-message: expected at least 1024 bytes")
+    handler: logging.Handler = (
+        logging.FileHandler(args.log_file) if args.log_file else logging.StreamHandler(sys.stderr)
+    )
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    logging.basicConfig(level=logging.WARNING, handlers=[handler])
+    out_fd = None
+    if not args.ws:
+        from rawtrio.acp.stdio import protocol_stdout
+
+        out_fd = protocol_stdout()
+    from rawtrio.errors import RawtrioError, exit_code_for
+
+    try:
+        return trio.run(run, args, out_fd)
+    except RawtrioError as exc:  # the store could not be opened, …
+        print(f"rawtrio: {exc}", file=sys.stderr)
+        return exit_code_for(exc)
+
+
+def session_options(args: argparse.Namespace) -> Any:
+    """The options factory: configuration for the client's `cwd` (and its MCP servers)."""
+    from rawtrio.acp.mcp import mcp_servers_from_acp
+    from rawtrio.settings import prepare_session
+
+    async def options_for(cwd: Path, servers: list[Any]) -> Any:
+        ns = copy.copy(args)
+        ns.cwd = str(cwd)
+        setup = await prepare_session(ns, headless=False)
+        for notice in setup.notices:
+            log.warning("%s", notice)
+        return mcp_servers_from_acp(setup.options, servers)
+
+    return options_for
+
+
+async def run(args: argparse.Namespace, out_fd: int | None) -> int:
+    from rawtrio.acp.agent import open_acp_agent, serve_peer
+    from rawtrio.acp.editor_files import EditorRouter
+    from rawtrio.acp.jsonrpc import Peer
+    from rawtrio.runtime.runtime import open_runtime
+    from rawtrio.store.paths import default_db_path, state_dir
+    from rawtrio.store.sqlite import SqliteStore
+
+    router = EditorRouter()
+    async with (
+        SqliteStore(default_db_path()) as store,
+        open_runtime(store, registry_factory=router.registry) as runtime,
+        open_acp_agent(
+            runtime, session_options(args), permission_timeout_s=args.permission_timeout
+        ) as agent,
+        trio.open_nursery() as nursery,
+    ):
+        router.agent = agent
+        nursery.start_soon(_stop_on_signal, nursery.cancel_scope)
+        if out_fd is None:
+            from rawtrio.acp import ws
+
+            token = ws.new_token()
+            host, port = await nursery.start(
+                lambda task_status: ws.serve(
+                    agent,
+                    host=args.host,
+                    port=args.port,
+                    token=token,
+                    allowed_origins=args.allow_origin,
+                    max_message=args.max_message,
+                    outbox=args.max_queued,
+                    task_status=task_status,
+                )
+            )
+            shown = f"[{host}]" if ":" in host else host
+            info = {"acp_ws": f"ws://{shown}:{port}/acp", "token": token}
+            state = state_dir() / ws.STATE_FILE
+            ws.write_state_file(state, info)
+            print(json.dumps(info), file=sys.stderr, flush=True)
+            try:
+                await trio.sleep_forever()
+            finally:
+                state.unlink(missing_ok=True)
+        else:
+            from rawtrio.acp.stdio import stdio_transport
+
+            conn = agent.connection("stdio")
+            peer = Peer(stdio_transport(out_fd, max_frame=args.max_message), conn, name="stdio")
+            await serve_peer(agent, peer, conn)
+            nursery.cancel_scope.cancel(reason="stdin closed")
+    return ExitCode.COMPLETED
+
+
+async def _stop_on_signal(scope: trio.CancelScope) -> None:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async for signum in signals:
+            log.warning("received %s: closing every session", signal.Signals(signum).name)
+            scope.cancel(reason=f"received {signal.Signals(signum).name}")
+            return
