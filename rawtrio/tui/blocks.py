@@ -1,0 +1,462 @@
+"""The transcript: one widget per thing the user sees, built from session events.
+
+`Transcript.apply(event)` is the only way in, for live events and for the display history
+of a resumed session alike, so a resumed chat looks as it did. The widgets sit in a
+`urwid.ListBox` over a list walker: only the rows on screen are rendered, so a history of
+thousands of messages scrolls as fast as a short one. A block that changes (streamed text,
+a tool's elapsed time) is rendered again only while it is on screen.
+
+Tool calls are one line each — tool, key argument, spinner and elapsed time while it runs —
+that settles to its outcome. Ctrl-O shows the details of every tool call and thinking block
+(input, output, diff).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import urwid
+
+from rawtrio import events as ev
+from rawtrio.contracts import ToolStatus
+from rawtrio.frozen import thaw
+from rawtrio.tui import markdown
+
+SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+#: Lines of a tool's output shown when details are on.
+DETAIL_LINES = 40
+#: Arguments that name what a call works on, in order of preference.
+KEY_ARGUMENTS = ("command", "path", "pattern", "file_path", "url", "query", "name", "skill")
+
+_OUTCOME = {
+    ToolStatus.OK: ("✓", "tool ok"),
+    ToolStatus.ERROR: ("✗", "tool error"),
+    ToolStatus.INVALID_ARGUMENTS: ("✗", "tool error"),
+    ToolStatus.UNKNOWN_TOOL: ("✗", "tool error"),
+    ToolStatus.DENIED: ("⊘", "tool denied"),
+    ToolStatus.NOT_RUN: ("·", "tool denied"),
+    ToolStatus.CANCELLED: ("✂", "tool cancelled"),
+    ToolStatus.TIMED_OUT: ("⏱", "tool error"),
+    ToolStatus.OUTCOME_UNKNOWN: ("?", "tool cancelled"),
+}
+
+
+def key_argument(arguments: Mapping[str, Any]) -> str:
+    """The argument that says what a call is about, on one line."""
+    for name in KEY_ARGUMENTS:
+        value = arguments.get(name)
+        if isinstance(value, str) and value:
+            return _one_line(value)
+    for value in arguments.values():
+        if isinstance(value, str) and value:
+            return _one_line(value)
+    return ""
+
+
+def _one_line(text: str, limit: int = 80) -> str:
+    line = " ".join(text.split())
+    return line if len(line) <= limit else line[: limit - 1] + "…"
+
+
+def diff_markup(text: str) -> list[markdown.Markup]:
+    """Output with unified-diff lines coloured."""
+    out: list[markdown.Markup] = []
+    for n, line in enumerate(text.splitlines()):
+        if n:
+            out.append("\n")
+        if line.startswith("+") and not line.startswith("+++"):
+            out.append(("diff add", line))
+        elif line.startswith("-") and not line.startswith("---"):
+            out.append(("diff del", line))
+        elif line.startswith("@@"):
+            out.append(("diff hunk", line))
+        else:
+            out.append(("dim", line))
+    return out
+
+
+class Block(urwid.WidgetWrap[urwid.Text]):
+    """A transcript entry whose markup is computed when it is drawn, not on every change."""
+
+    def __init__(self) -> None:
+        self._text = urwid.Text("")
+        self._dirty = True
+        super().__init__(self._text)
+
+    def changed(self) -> None:
+        self._dirty = True
+        self._invalidate()
+
+    def markup(self) -> list[markdown.Markup]:
+        raise NotImplementedError
+
+    def render(
+        self, size: tuple[()] | tuple[int] | tuple[int, int], focus: bool = False
+    ) -> urwid.Canvas:
+        self._refresh()
+        return super().render(size, focus)
+
+    def rows(self, size: tuple[int], focus: bool = False) -> int:  # flow widget
+        self._refresh()
+        return int(super().rows(size, focus))
+
+    def _refresh(self) -> None:
+        if self._dirty:
+            self._dirty = False
+            self._text.set_text(self.markup() or "")
+
+
+class TextBlock(Block):
+    def __init__(self, items: list[markdown.Markup]) -> None:
+        self.items = items
+        super().__init__()
+
+    def markup(self) -> list[markdown.Markup]:
+        return self.items
+
+
+class UserBlock(TextBlock):
+    def __init__(self, text: str) -> None:
+        super().__init__([("user prefix", "› "), ("user", text)])
+        self.text = text
+
+
+class AssistantBlock(urwid.WidgetWrap[urwid.Pile]):
+    """A reply, rendered as Markdown while it streams.
+
+    Paragraphs that are complete (before the last blank line outside a code fence) do not
+    change any more: each becomes a text widget of its own whose rendering urwid keeps, and
+    only the paragraph still streaming is laid out again on the next frame, so a long
+    reply costs about the same per delta as a short one."""
+
+    def __init__(self) -> None:
+        self.text = ""
+        self.final = False
+        self.cut: str | None = None
+        self._settled = 0  # characters of `text` in the paragraph widgets
+        self._paragraphs: list[list[markdown.Markup]] = []
+        self._tail = urwid.Text("")
+        self._tail_markup: list[markdown.Markup] = []
+        self._pile = urwid.Pile([self._tail])
+        self._dirty = True
+        super().__init__(self._pile)
+
+    def append(self, text: str) -> None:
+        self.text += text
+        self.changed()
+
+    def finish(self, text: str | None = None, cut: str | None = None) -> None:
+        if text is not None and text != self.text:
+            self.text = text
+            self._settled = 0
+            self._paragraphs = []
+            del self._pile.contents[:-1]
+        self.final = True
+        self.cut = cut
+        self.changed()
+
+    def changed(self) -> None:
+        self._dirty = True
+        self._invalidate()
+
+    def render(
+        self, size: tuple[()] | tuple[int] | tuple[int, int], focus: bool = False
+    ) -> urwid.Canvas:
+        self._refresh()
+        return super().render(size, focus)
+
+    def rows(self, size: tuple[int], focus: bool = False) -> int:  # flow widget
+        self._refresh()
+        return int(super().rows(size, focus))
+
+    def markup(self) -> list[markdown.Markup]:
+        """The whole reply's markup (what the widgets show, joined)."""
+        self._refresh()
+        out: list[markdown.Markup] = []
+        for paragraph in self._paragraphs:
+            out += [*paragraph, "\n\n"]
+        return out + self._tail_markup
+
+    def _refresh(self) -> None:
+        if not self._dirty:
+            return
+        self._dirty = False
+        end = self.text.rfind("\n\n")
+        if end > self._settled and markdown.fences_balanced(self.text[:end]):
+            paragraph = markdown.render(self.text[self._settled : end], final=True)
+            self._paragraphs.append(paragraph)
+            widget = urwid.Text([*paragraph, "\n"])
+            self._pile.contents.insert(len(self._pile.contents) - 1, (widget, self._pile.options()))
+            self._settled = end + 2
+        rest = self.text[self._settled :]
+        tail = markdown.render(rest, final=self.final) if rest else []
+        if self.cut is not None:
+            tail += ["\n" if tail else "", ("tool cancelled", f"[reply cut off: {self.cut}]")]
+        self._tail_markup = tail
+        self._tail.set_text(tail or "")
+
+
+class ThinkingBlock(Block):
+    def __init__(self, details: DetailsToggle) -> None:
+        self.text = ""
+        self.details = details
+        super().__init__()
+
+    def append(self, text: str) -> None:
+        self.text += text
+        self.changed()
+
+    def markup(self) -> list[markdown.Markup]:
+        if self.details.on:
+            return [("thinking", f"✻ thinking\n{self.text.strip()}")]
+        lines = self.text.strip().splitlines()
+        first = _one_line(lines[0], 70) if lines else ""
+        return [("thinking", f"✻ thinking: {first}  (Ctrl-O shows it)")]
+
+
+class DetailsToggle:
+    """Whether tool and thinking blocks show their details (Ctrl-O flips it)."""
+
+    def __init__(self) -> None:
+        self.on = False
+
+
+class ToolBlock(Block):
+    def __init__(self, call_id: str, name: str, details: DetailsToggle) -> None:
+        self.call_id = call_id
+        self.name = name
+        self.details = details
+        self.arguments: Mapping[str, Any] = {}
+        self.started_at: float | None = None
+        self.ended_at: float | None = None
+        self.status: ToolStatus | None = None
+        self.denied_by: str | None = None
+        self.output = ""
+        self.content = ""
+        self.waiting_approval = False
+        self.spin = 0
+        super().__init__()
+
+    @property
+    def running(self) -> bool:
+        return self.status is None
+
+    def elapsed(self, now: float | None = None) -> float | None:
+        if self.started_at is None:
+            return None
+        end = self.ended_at if self.ended_at is not None else (now or time.time())
+        return max(0.0, end - self.started_at)
+
+    def tick(self) -> None:
+        self.spin += 1
+        self.changed()
+
+    def markup(self) -> list[markdown.Markup]:
+        arg = key_argument(self.arguments)
+        head: list[markdown.Markup]
+        elapsed = self.elapsed()
+        took = f"  {elapsed:.1f}s" if elapsed is not None else ""
+        if self.status is None:
+            if self.waiting_approval:
+                state = ("tool wait", "? awaiting approval")
+            elif self.started_at is None:
+                state = ("tool run", SPINNER[self.spin % len(SPINNER)] + " preparing")
+            else:
+                state = ("tool run", SPINNER[self.spin % len(SPINNER)] + " running")
+            head = [("tool name", f"{self.name}"), " ", ("tool arg", arg), "  ", state, took]
+        else:
+            mark, attr = _OUTCOME.get(self.status, ("?", "tool error"))
+            label = self.status.value
+            if self.status is ToolStatus.DENIED and self.denied_by:
+                label = f"denied by {self.denied_by}"
+            head = [
+                (attr, f"{mark} "),
+                ("tool name", self.name),
+                " ",
+                ("tool arg", arg),
+                "  ",
+                (attr, label),
+                took,
+            ]
+        if not self.details.on:
+            last = self.output.rstrip().rsplit("\n", 1)[-1] if self.running else ""
+            return [*head, "\n", ("dim", "  " + _one_line(last, 100))] if last.strip() else head
+        body: list[markdown.Markup] = ["\n", ("dim", "  input: ")]
+        body.append(("dim", json.dumps(self.arguments, ensure_ascii=False, indent=None)))
+        shown = self.content or self.output
+        if shown:
+            lines = shown.rstrip("\n").splitlines()
+            if len(lines) > DETAIL_LINES:
+                lines = [*lines[:DETAIL_LINES], f"… ({len(lines) - DETAIL_LINES} more lines)"]
+            body += ["\n", *diff_markup("\n".join("  " + line for line in lines))]
+        return head + body
+
+
+class Transcript:
+    """Blocks built from session events, in a list box that renders only what is on screen."""
+
+    def __init__(self) -> None:
+        self.walker: urwid.SimpleFocusListWalker[Any] = urwid.SimpleFocusListWalker([])
+        self.listbox = urwid.ListBox(self.walker)
+        self.details = DetailsToggle()
+        self.follow = True
+        self._assistant: dict[tuple[str | None, int], AssistantBlock] = {}
+        self._thinking: dict[tuple[str | None, int], ThinkingBlock] = {}
+        self.tools: dict[str, ToolBlock] = {}
+
+    # --- building --------------------------------------------------------------------
+
+    def add(self, block: urwid.Widget) -> None:
+        self.walker.append(block)
+        if self.follow:
+            self.scroll_to_end()
+
+    def scroll_to_end(self) -> None:
+        if self.walker:
+            self.listbox.set_focus(len(self.walker) - 1, coming_from="above")
+            self.listbox.set_focus_valign("bottom")
+        self.follow = True
+
+    def note(self, text: str, attr: str = "notice") -> None:
+        self.add(TextBlock([(attr, text)]))
+
+    def clear(self) -> None:
+        self.walker.clear()
+        self._assistant.clear()
+        self._thinking.clear()
+        self.tools.clear()
+
+    def running_tools(self) -> list[ToolBlock]:
+        return [t for t in self.tools.values() if t.running]
+
+    def toggle_details(self) -> None:
+        self.details.on = not self.details.on
+        for w in self.walker:
+            if isinstance(w, ToolBlock | ThinkingBlock):
+                w.changed()
+
+    def _tool(self, call_id: str, name: str) -> ToolBlock:
+        block = self.tools.get(call_id)
+        if block is None:
+            block = ToolBlock(call_id, name, self.details)
+            self.tools[call_id] = block
+            self.add(block)
+        return block
+
+    def _text_block(self, turn_id: str | None, step: int) -> AssistantBlock:
+        key = (turn_id, step)
+        block = self._assistant.get(key)
+        if block is None:
+            block = AssistantBlock()
+            self._assistant[key] = block
+            self.add(block)
+        return block
+
+    def apply(self, e: ev.Event) -> None:
+        """Show one session event (live or from the display history)."""
+        if isinstance(e, ev.UserMessageCommitted):
+            self.add(UserBlock(e.text))
+        elif isinstance(e, ev.TextDelta):
+            self._text_block(e.turn_id, e.step).append(e.text)
+            self._changed_last()
+        elif isinstance(e, ev.ThinkingDelta):
+            key = (e.turn_id, e.step)
+            thinking = self._thinking.get(key)
+            if thinking is None:
+                thinking = self._thinking[key] = ThinkingBlock(self.details)
+                self.add(thinking)
+            thinking.append(e.text)
+        elif isinstance(e, ev.ToolCallAnnounced):
+            self._tool(e.call_id, e.name)
+        elif isinstance(e, ev.AssistantMessageCommitted):
+            key = (e.turn_id, e.step)
+            if e.text or key in self._assistant:
+                self._text_block(e.turn_id, e.step).finish(e.text)
+            for call_id, name, arguments in e.tool_calls:
+                tool = self._tool(call_id, name)
+                if isinstance(arguments, Mapping):
+                    tool.arguments = thaw(arguments)
+                tool.changed()
+        elif isinstance(e, ev.StreamInterrupted):
+            if e.partial_text or (e.turn_id, e.step) in self._assistant:
+                self._text_block(e.turn_id, e.step).finish(e.partial_text, cut=e.reason)
+            for block in self.running_tools():  # announced, never committed: they never ran
+                if block.started_at is None:
+                    self.walker.remove(block)
+                    del self.tools[block.call_id]
+        elif isinstance(e, ev.ToolCallStarted):
+            tool = self._tool(e.call_id, e.name)
+            tool.arguments = thaw(e.arguments) if isinstance(e.arguments, Mapping) else {}
+            tool.started_at = e.ts
+            tool.waiting_approval = False
+            tool.changed()
+        elif isinstance(e, ev.ToolOutputDelta):
+            tool = self.tools.get(e.call_id) or self._tool(e.call_id, "tool")
+            tool.output += e.text
+            tool.changed()
+        elif isinstance(e, ev.ToolCallFinished):
+            tool = self._tool(e.call_id, e.name)
+            tool.status = ToolStatus(e.status)
+            tool.denied_by = str(e.denied_by) if e.denied_by else None
+            tool.content = e.content
+            tool.ended_at = e.ts if tool.started_at is not None else None
+            tool.waiting_approval = False
+            tool.changed()
+        elif isinstance(e, ev.PermissionRequested):
+            tool = self._tool(e.call_id, e.tool_id)
+            if not tool.arguments and isinstance(e.arguments, Mapping):
+                tool.arguments = thaw(e.arguments)
+            tool.waiting_approval = True
+            tool.changed()
+        elif isinstance(e, ev.PermissionAnswered):
+            if e.call_id in self.tools:
+                self.tools[e.call_id].waiting_approval = False
+                self.tools[e.call_id].changed()
+            self.note(f"  permission: {e.decision.replace('_', ' ')}", "dim")
+        elif isinstance(e, ev.Notice):
+            attr = {"warning": "warning", "error": "error"}.get(e.level, "notice")
+            self.note(f"  {e.text}", attr)
+        elif isinstance(e, ev.HookRan):
+            self.note(f"  hook {e.hook} ({e.event}): {e.summary}", "dim")
+        elif isinstance(e, ev.PlanUpdated):
+            self.add(TextBlock(_plan_markup(thaw(e.items))))
+        elif isinstance(e, ev.TurnEnded):
+            self._turn_ended(e)
+        elif isinstance(e, ev.CompactionStarted):
+            self.note(f"  compacting the context ({e.reason}, {e.tokens_before} tokens)…", "dim")
+        elif isinstance(e, ev.CompactionEnded):
+            self.note(f"  compaction {e.outcome}: {e.tokens_before} → {e.tokens_after} tokens")
+        elif isinstance(e, ev.ModeChanged):
+            self.note(f"  permission mode: {e.mode}", "dim")
+
+    def _changed_last(self) -> None:
+        if self.follow and self.walker:
+            self.listbox.set_focus(len(self.walker) - 1)
+            self.listbox.set_focus_valign("bottom")
+
+    def _turn_ended(self, e: ev.TurnEnded) -> None:
+        for key, block in list(self._assistant.items()):
+            if key[0] == e.turn_id and not block.final:
+                block.finish()
+        for tool in self.running_tools():
+            tool.status = ToolStatus.CANCELLED
+            tool.ended_at = e.ts if tool.started_at is not None else None
+            tool.changed()
+        outcome = str(e.outcome)
+        if outcome == "completed":
+            return
+        attr = "tool cancelled" if outcome in ("cancelled", "interrupted") else "error"
+        self.note(f"── turn {outcome}: {e.reason} ──", attr)
+
+
+def _plan_markup(items: Any) -> list[markdown.Markup]:
+    out: list[markdown.Markup] = [("dim", "plan:")]
+    marks = {"completed": "☑", "in_progress": "▶", "pending": "☐"}
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict):
+            status = str(item.get("status", "pending"))
+            out += ["\n", ("dim", f"  {marks.get(status, '☐')} {item.get('content', '')}")]
+    return out

@@ -1,0 +1,279 @@
+"""Slash commands of the chat. Each is an operation on the runtime or the session; what it
+changes shows up as events (or, for display-only commands, as a note in the transcript).
+
+A prompt that starts with `//` is sent to the model with one `/` removed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import trio
+import urwid
+
+from rawtrio.errors import RawtrioError, TurnInProgress, UsageError
+from rawtrio.permissions.rules import PermissionMode
+from rawtrio.sessions_cli import resolve_id
+
+if TYPE_CHECKING:
+    from rawtrio.store.base import SessionRecord
+    from rawtrio.tui.app import ChatApp
+
+Handler = Callable[["ChatApp", str], Awaitable[None]]
+#: Sessions the picker lists at most.
+PICKER_LIMIT = 50
+
+
+async def run_command(app: ChatApp, text: str) -> None:
+    """Run `/name args`; a failure is shown in the transcript, never raised."""
+    name, _, arg = text.strip().partition(" ")
+    handler = COMMANDS.get(name)
+    if handler is None:
+        app.transcript.note(f"  unknown command {name}: /help lists them", "error")
+        return
+    try:
+        await handler[0](app, arg.strip())
+    except RawtrioError as exc:
+        app.transcript.note(f"  {name}: {exc}", "error")
+    app.refresh_status()
+
+
+def _need_runtime(app: ChatApp) -> None:
+    if app.runtime is None or app.options is None:
+        raise UsageError("no model is configured (see the guide above, or try /demo)")
+
+
+def _idle(app: ChatApp, what: str) -> None:
+    if app.busy:
+        raise TurnInProgress(f"a turn is running; cancel it first (Ctrl-C) to {what}")
+
+
+async def _help(app: ChatApp, arg: str) -> None:
+    lines = ["  commands:"]
+    lines += [f"    {name:<10} {desc}" for name, (_, desc) in COMMANDS.items()]
+    lines += [
+        "  keys: Enter send · Alt-Enter/Ctrl-J newline · Tab complete (/cmd, @path) ·",
+        "        Esc or Ctrl-C cancel a turn · Ctrl-C twice or Ctrl-D leave ·",
+        "        Ctrl-O tool details · PgUp/PgDn scroll · Up/Down history",
+    ]
+    app.transcript.note("\n".join(lines), "notice")
+
+
+async def _new(app: ChatApp, arg: str) -> None:
+    _need_runtime(app)
+    _idle(app, "start a new session")
+    await _switch(app, None)
+
+
+async def _switch(app: ChatApp, session_id: str | None, *, fork: bool = False) -> None:
+    runtime, options = app.runtime, app.options
+    assert runtime is not None
+    assert options is not None
+    record: SessionRecord | None = None
+    if session_id is not None:
+        record = await runtime.get_session(session_id)
+        if not await trio.Path(record.cwd).is_dir():
+            raise UsageError(f"session {record.id} works in {record.cwd}, which is gone")
+    await app.leave_session()
+    app.transcript.clear()
+    if record is None:
+        session = await runtime.create_session(options)
+        await app.attach(session, created=True, show_history=False)
+        app.transcript.note(f"  new session {session.id}", "dim")
+        return
+    source = record.id
+    if fork:
+        source = await runtime.fork_session(record.id)
+    opened = dataclasses.replace(options, cwd=Path(record.cwd))
+    session = await runtime.open_session(source, opened)
+    await app.attach(session, created=False, show_history=True)
+    what = f"forked {record.id} as" if fork else "resumed"
+    app.transcript.note(f"  {what} session {session.id}", "dim")
+
+
+async def _resume(app: ChatApp, arg: str) -> None:
+    _need_runtime(app)
+    _idle(app, "switch sessions")
+    if not arg:
+        raise UsageError("/resume needs a session id (or use /sessions to pick one)")
+    assert app.runtime is not None
+    await _switch(app, await resolve_id(app.runtime, arg))
+
+
+async def _fork(app: ChatApp, arg: str) -> None:
+    _need_runtime(app)
+    _idle(app, "fork")
+    if app.session is None:
+        raise UsageError("no session to fork yet")
+    await _switch(app, app.session.id, fork=True)
+
+
+async def _sessions(app: ChatApp, arg: str) -> None:
+    _need_runtime(app)
+    assert app.runtime is not None
+    cwd = str(app.session.cwd) if app.session is not None else None
+    records = [
+        r
+        for r in await app.runtime.list_sessions(cwd=None if arg == "all" else cwd)
+        if app.session is None or r.id != app.session.id
+    ][:PICKER_LIMIT]
+    if not records:
+        app.transcript.note("  no other stored sessions here (/sessions all lists every one)")
+        return
+
+    async def pick(record: SessionRecord) -> None:
+        try:
+            _idle(app, "switch sessions")
+            await _switch(app, record.id)
+        except RawtrioError as exc:
+            app.transcript.note(f"  /sessions: {exc}", "error")
+        app.refresh_status()
+
+    app.open_picker(SessionPicker(records, lambda r: app.nursery.start_soon(pick, r)))
+
+
+async def _compact(app: ChatApp, arg: str) -> None:
+    _need_runtime(app)
+    session = app.session
+    if session is None:
+        raise UsageError("the session is still starting")
+    _idle(app, "compact")
+    app.compacting = True
+    app.activity.set()
+    app.refresh_status()
+    try:
+        await session.compact(arg or None)  # its events show what happened
+    finally:
+        app.compacting = False
+
+
+async def _agent(app: ChatApp, arg: str) -> None:
+    _need_runtime(app)
+    if not arg:
+        app.transcript.note(f"  agent: {app.agent} (/agent NAME starts a session with another)")
+        return
+    _idle(app, "switch agents")
+    make = app.setup.options_for_agent
+    if make is None:
+        raise UsageError("agents cannot be switched here")
+    options, agent = await make(arg)
+    app.options, app.agent = options, agent
+    await _switch(app, None)
+    app.transcript.note(f"  agent {agent}: new session (an agent's prompt is fixed per session)")
+
+
+async def _model(app: ChatApp, arg: str) -> None:
+    _need_runtime(app)
+    session = app.session
+    if session is None:
+        raise UsageError("the session is still starting")
+    if not arg:
+        names = session.model_names
+        listed = ", ".join(names) if names else "(no other models configured)"
+        app.transcript.note(f"  model: {session.model_name}; configured: {listed}")
+        return
+    _idle(app, "switch models")
+    await session.set_model(arg)
+    app.transcript.note(f"  model: {session.model_name} from the next request on")
+
+
+async def _mode(app: ChatApp, arg: str) -> None:
+    _need_runtime(app)
+    session = app.session
+    if session is None:
+        raise UsageError("the session is still starting")
+    choices = ", ".join(m.value for m in PermissionMode)
+    if not arg:
+        app.transcript.note(f"  permission mode: {session.policy.mode.value} (choices: {choices})")
+        return
+    try:
+        mode = PermissionMode(arg)
+    except ValueError:
+        raise UsageError(f"unknown mode {arg!r}; choices: {choices}") from None
+    session.set_mode(mode)
+
+
+async def _cost(app: ChatApp, arg: str) -> None:
+    if app.session is None:
+        raise UsageError("no session yet")
+    t = app.session.usage
+    window = f" of {t.context_window}" if t.context_window else ""
+    lines = [
+        f"  input tokens {t.input_tokens}, output tokens {t.output_tokens}, "
+        f"cache read {t.cache_read_tokens}, cache write {t.cache_write_tokens}",
+        f"  context {t.context_tokens} tokens{window}",
+        f"  cost ${t.cost_usd:.4f}"
+        if t.cost_usd is not None
+        else "  cost: no prices for this model",
+    ]
+    app.transcript.note("\n".join(lines))
+
+
+async def _clear(app: ChatApp, arg: str) -> None:
+    app.transcript.clear()
+
+
+async def _quit(app: ChatApp, arg: str) -> None:
+    app.request_exit()
+
+
+async def _demo(app: ChatApp, arg: str) -> None:
+    app.next_action = "demo"
+    app.request_exit()
+
+
+COMMANDS: dict[str, tuple[Handler, str]] = {
+    "/help": (_help, "commands and keys"),
+    "/new": (_new, "start a new session"),
+    "/sessions": (_sessions, "pick a stored session to resume ('all': every directory)"),
+    "/resume": (_resume, "resume the session ID (a unique prefix will do)"),
+    "/fork": (_fork, "continue in a copy of this session"),
+    "/compact": (_compact, "summarise older context (optional focus text)"),
+    "/agent": (_agent, "show the agent, or start a session with agent NAME"),
+    "/model": (_model, "show the models, or switch to NAME"),
+    "/mode": (_mode, "show or set the permission mode"),
+    "/cost": (_cost, "tokens and cost of this session"),
+    "/clear": (_clear, "clear the screen (the session stays as it is)"),
+    "/demo": (_demo, "an offline demo against the built-in fake model"),
+    "/quit": (_quit, "leave"),
+}
+COMMAND_NAMES = tuple(COMMANDS)
+
+
+class SessionPicker(urwid.WidgetWrap[urwid.LineBox[urwid.Widget]]):
+    """A list of stored sessions; Up/Down and Enter resume one, Esc closes."""
+
+    def __init__(
+        self, records: list[SessionRecord], chosen: Callable[[SessionRecord], None]
+    ) -> None:
+        self.records = records
+        self.chosen = chosen
+        self.selected = 0
+        self.closed = False
+        self._text = urwid.Text("")
+        self._draw()
+        super().__init__(urwid.LineBox(self._text, title="sessions (Enter resumes, Esc closes)"))
+
+    def _draw(self) -> None:
+        markup: list[Any] = []
+        for n, r in enumerate(self.records):
+            stamp = time.strftime("%m-%d %H:%M", time.localtime(r.updated_at))
+            line = f"{r.id[:8]}  {stamp}  {r.message_count:>4} msgs  {r.title or 'untitled'}"
+            attr = "perm selected" if n == self.selected else "perm option"
+            markup += ["\n" if n else "", (attr, line)]
+        self._text.set_text(markup)
+
+    def handle(self, key: str) -> bool:
+        if key in ("up", "down"):
+            self.selected = (self.selected + (1 if key == "down" else -1)) % len(self.records)
+            self._draw()
+        elif key == "enter":
+            self.closed = True
+            self.chosen(self.records[self.selected])
+        elif key in ("esc", "ctrl c", "q"):
+            self.closed = True
+        return True

@@ -1,0 +1,304 @@
+"""Start and stop the chat: the runtime, the screen, signals, and the way out.
+
+urwid runs on its trio event loop inside the same `trio.run` as the runtime
+(`with loop.start(): await event_loop.run_async()`). Inside `loop.start()` the terminal's
+interrupt character is switched off (`tty_signal_keys(intr="undefined")`), so Ctrl-C
+arrives as the key `ctrl c`; a SIGINT sent by `kill` is received by a signal task and
+does the same. Leaving `loop.start()` restores the terminal — on every path, an
+unexpected error included — and only then is the session closed (its turn recorded, its
+processes reaped) and the error, if any, written to `tui.log` in the state directory.
+Python logging goes to that file while the chat runs, so nothing writes over the screen.
+
+Exception-group policy: the runtime comes up in a boot task (`_boot`), where a
+`RawtrioError` (bad configuration, unknown or locked session) becomes a message and its
+exit code. Anything else — a bug in a key handler, an event handler or the boot — ends the
+app's nursery with an `ExceptionGroup`, which is not unwrapped: `run` catches it as an
+`Exception` once the terminal is restored, logs the traceback and exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import logging
+import signal
+import sys
+import tempfile
+import termios
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import trio
+import urwid
+
+from rawtrio.contracts import ExitCode
+from rawtrio.errors import NoCredentials, RawtrioError, exit_code_for
+from rawtrio.store.paths import state_dir
+from rawtrio.tui.app import PALETTE, TICK_S, ChatApp, ChatSetup
+
+if TYPE_CHECKING:
+    from rawtrio.cli import SignalLatch
+
+LOG_NAME = "tui.log"
+HISTORY_NAME = "tui_history.jsonl"
+#: Brings the runtime up while the chat is already on screen (see `run_app`).
+Boot = Callable[[ChatApp], Awaitable[None]]
+
+
+@dataclass
+class AppResult:
+    exit_code: int
+    next_action: str | None = None
+    #: The session the chat was in, if it was kept (to say how to come back to it).
+    session_id: str | None = None
+    error: RawtrioError | None = None
+
+
+def main(args: argparse.Namespace, latch: SignalLatch | None = None) -> int:
+    if latch is not None and latch.received:  # Ctrl-C before anything was on screen
+        from rawtrio.cli import SIGNAL_EXIT
+
+        return SIGNAL_EXIT[latch.received[0]]
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):  # `--demo` without a terminal
+        print("rawtrio: the full-screen chat needs a terminal (stdin and stdout)", file=sys.stderr)
+        return ExitCode.USAGE
+    return trio.run(run, args)
+
+
+async def run(args: argparse.Namespace) -> int:
+    log_path = state_dir() / LOG_NAME
+    with _logging_to(log_path):
+        demo = bool(getattr(args, "demo", False))
+        while True:
+            try:
+                boot = _demo_boot if demo else _chat_boot(args)
+                result = await run_app(boot, history=None if demo else state_dir() / HISTORY_NAME)
+            except Exception:  # a bug: the terminal is restored by now; keep the details
+                logging.getLogger("rawtrio.tui").exception("the chat failed")
+                print(
+                    f"rawtrio: the chat stopped on an unexpected error; details in {log_path}",
+                    file=sys.stderr,
+                )
+                return ExitCode.ERROR
+            if result.error is not None:
+                print(f"rawtrio: {result.error}", file=sys.stderr)
+                return exit_code_for(result.error)
+            if result.session_id is not None:
+                print(
+                    f"session {result.session_id} — resume it with: "
+                    f"rawtrio --resume {result.session_id}"
+                )
+            if result.next_action == "demo":
+                demo = True
+                continue
+            return result.exit_code
+
+
+class _logging_to:
+    """Route Python logging (through `rawtrio.logs`, so redacted) and warnings to a file
+    while the screen is ours; logging stays there afterwards (the chat owned stderr)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def __enter__(self) -> None:
+        from rawtrio.logs import log_to_file
+
+        with contextlib.suppress(OSError):  # an unwritable state dir: keep stderr logging
+            log_to_file(self.path)
+        logging.captureWarnings(True)
+
+    def __exit__(self, *exc: object) -> None:
+        logging.captureWarnings(False)
+
+
+def guide(problem: str) -> list[Any]:
+    return [
+        ("md h", "Welcome to rawtrio — no model is configured yet."),
+        ("dim", f"({problem})"),
+        "",
+        ("guide", "To talk to a model, do one of these and start rawtrio again:"),
+        "  • Anthropic:  export ANTHROPIC_API_KEY=sk-ant-…",
+        "  • OpenAI:     export OPENAI_API_KEY=sk-…   and run  "
+        "rawtrio --provider openai-responses --model gpt-4.1",
+        "  • A local OpenAI-compatible server (Ollama, llama.cpp, vLLM):",
+        "      OPENAI_API_KEY=local rawtrio --provider openai-chat "
+        "--base-url http://localhost:11434/v1 --model llama3.2",
+        "  • Or write a config file:  rawtrio config init   (docs/configuration.md)",
+        "",
+        ("guide", "Or see it work offline: press Enter to run /demo (also: rawtrio --demo)."),
+        ("dim", "/help lists the commands; /quit or Ctrl-C twice leaves."),
+        "",
+    ]
+
+
+def _chat_boot(args: argparse.Namespace) -> Boot:
+    """Configuration, the store and the runtime, then the session `--continue` /
+    `--resume` / `--fork` name (or a new one)."""
+
+    async def boot(app: ChatApp) -> None:
+        # The runtime's modules (config, store, tools) load in a worker thread: the screen
+        # is drawn and takes keys meanwhile.
+        await trio.to_thread.run_sync(_import_runtime)
+        from rawtrio.runtime.runtime import open_runtime
+        from rawtrio.sessions_cli import Choice, start_session
+        from rawtrio.settings import prepare_session
+        from rawtrio.store.paths import default_db_path
+        from rawtrio.store.sqlite import SqliteStore
+
+        choice = Choice.from_args(args)
+        try:
+            setup = await prepare_session(args, headless=False)
+        except NoCredentials as exc:
+            app.show_guide(guide(str(exc)), ["/demo"])
+            return
+
+        async def options_for_agent(name: str) -> tuple[Any, str]:
+            other = argparse.Namespace(**vars(args))
+            other.agent = name
+            found = await prepare_session(other, headless=False)
+            return found.options, found.agent
+
+        async with SqliteStore(default_db_path()) as store, open_runtime(store) as runtime:
+            app.configure(
+                runtime,
+                setup.options,
+                setup.agent,
+                banner=[("warning", f"rawtrio: {n}") for n in setup.notices],
+                options_for_agent=options_for_agent,
+            )
+            session = await start_session(runtime, choice, setup.options)
+            await app.attach(session, created=choice.new, show_history=not choice.new)
+            await app.closed.wait()
+
+    return boot
+
+
+def _import_runtime() -> None:
+    import rawtrio.runtime.runtime
+    import rawtrio.sessions_cli
+    import rawtrio.settings
+    import rawtrio.store.sqlite
+    import rawtrio.tui.commands  # noqa: F401
+
+
+async def _demo_boot(app: ChatApp) -> None:
+    """The demo: the fake model server, a scratch project and a store of its own."""
+    await trio.to_thread.run_sync(_import_runtime)
+    from rawtrio.runtime.runtime import open_runtime
+    from rawtrio.store.sqlite import SqliteStore
+    from rawtrio.testing.fake_model import Scenario, open_fake_model_server
+    from rawtrio.tui.demo import PROMPTS, SCENARIO, demo_options, prepare_scratch
+
+    app.resumable = False  # the demo's sessions go away with its directory
+    with tempfile.TemporaryDirectory(prefix="rawtrio-demo-") as tmp:
+        cwd = await trio.to_thread.run_sync(prepare_scratch, Path(tmp))
+        async with (
+            open_fake_model_server(Scenario.from_dict(SCENARIO)) as server,
+            SqliteStore(Path(tmp) / "demo.db") as store,
+            open_runtime(store, retention_days=0) as runtime,
+        ):
+            options = demo_options(server.base_url, cwd)
+            banner: list[Any] = [
+                ("md h", "rawtrio demo — offline, against the built-in fake model"),
+                ("dim", f"working in a scratch directory: {cwd}"),
+                ("guide", "Each suggested prompt is pre-filled: press Enter to send it."),
+            ]
+            banner += [f"  {n}. {p!r} — {shows}" for n, (p, shows) in enumerate(PROMPTS, 1)]
+            banner.append(("dim", "Ctrl-C twice leaves the demo; nothing it did is kept."))
+            app.configure(runtime, options, "demo", banner=banner, script=[p for p, _ in PROMPTS])
+            session = await runtime.create_session(options)
+            await app.attach(session, created=False, show_history=False)
+            await app.closed.wait()
+
+
+async def run_app(boot: Boot, *, history: Path | None) -> AppResult:
+    """Show the chat at once, bring the runtime up behind it (`boot`), and run until the
+    user leaves; then close the session and let `boot` close the runtime."""
+    screen = urwid.raw_display.Screen(bracketed_paste_mode=True)
+    event_loop = urwid.TrioEventLoop()
+    banner: list[Any] = [
+        ("dim", "Enter sends · Esc/Ctrl-C cancels a turn · Ctrl-C twice or Ctrl-D leaves · /help")
+    ]
+    async with trio.open_nursery() as nursery:
+        setup = ChatSetup(runtime=None, options=None, agent="…", history_path=history)
+        setup.banner = banner
+        app = ChatApp(setup, nursery)
+        loop = urwid.MainLoop(
+            app.top,
+            palette=PALETTE,
+            screen=screen,
+            event_loop=event_loop,
+            input_filter=app.on_keys,
+            handle_mouse=False,
+        )
+        app.loop, app.screen = loop, screen
+        booted = trio.Event()
+        boot_scope = trio.CancelScope()
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            with loop.start():
+                screen.tty_signal_keys(intr="undefined")
+                _enter_apart_from_ctrl_j()
+                nursery.start_soon(_on_signals, app, signals)
+                nursery.start_soon(_ticker, app)
+                nursery.start_soon(_boot, app, boot, boot_scope, booted)
+                async with trio.open_nursery() as ui:
+                    ui.start_soon(event_loop.run_async)
+                    await app.exit_requested.wait()
+                    ui.cancel_scope.cancel(reason="leaving the chat")
+            # The terminal is the user's again from here on.
+            session = app.session
+            if session is None:
+                boot_scope.cancel(reason="left before the session was open")
+            await app.leave_session()
+            app.closed.set()
+            await booted.wait()
+        nursery.cancel_scope.cancel(reason="the chat is closed")
+    result = AppResult(app.exit_code, app.next_action, error=app.startup_error)
+    if session is not None and app.resumable and session.id not in app.deleted:
+        result.session_id = session.id
+    return result
+
+
+async def _boot(app: ChatApp, boot: Boot, scope: trio.CancelScope, booted: trio.Event) -> None:
+    try:
+        with scope:
+            await boot(app)
+    except RawtrioError as exc:  # bad config, unknown or locked session, …: leave, say why
+        app.startup_error = exc
+        app.request_exit(exit_code_for(exc))
+    finally:
+        booted.set()
+
+
+def _enter_apart_from_ctrl_j() -> None:
+    """Stop the terminal turning Enter (CR) into Ctrl-J (LF), so Ctrl-J can mean "newline".
+    The screen restores the terminal's settings, this one included, when it stops."""
+    try:
+        fd = sys.stdin.fileno()
+        mode = termios.tcgetattr(fd)
+        mode[0] &= ~termios.ICRNL
+        termios.tcsetattr(fd, termios.TCSANOW, mode)
+    except (OSError, ValueError, termios.error):
+        pass  # not a terminal we can set: Enter and Ctrl-J then both send
+
+
+async def _on_signals(app: ChatApp, signals: Any) -> None:
+    async for signum in signals:
+        if signum == signal.SIGINT:
+            app.ctrl_c()
+        else:
+            app.cancel_turn("received SIGTERM")
+            app.request_exit(ExitCode.SIGTERM)
+
+
+async def _ticker(app: ChatApp) -> None:
+    """Animate running tool calls and the elapsed time; asleep while nothing runs."""
+    while True:
+        if not app.busy and not app.compacting:
+            app.activity = trio.Event()
+            await app.activity.wait()
+        await trio.sleep(TICK_S)
+        app.tick()
