@@ -6,9 +6,10 @@ A conversation is a sequence of `Message`s:
 - `AssistantMessage` — one complete, committed model reply: text, thinking, opaque
   provider parts and tool calls, in the order the model produced them.
 - `ToolResult` — the one result of one tool call, placed after the assistant message that
-  made the call. Consecutive results form one "results batch"; the provider adapters group
-  them the way each API wants (one Anthropic user message, one OpenAI `tool` message each,
-  one Responses `function_call_output` item each).
+  made the call: text, plus the images the tool returned (`ImagePart`, sent only where the
+  wire format takes images in results). Consecutive results form one "results batch"; the
+  provider adapters group them the way each API wants (one Anthropic user message, one
+  OpenAI `tool` message each, one Responses `function_call_output` item each).
 
 Values are frozen; `arguments` and opaque `data` are deep-frozen JSON (`rawtrio.frozen`).
 Opaque parts (thinking signatures, redacted thinking, encrypted reasoning) carry the
@@ -128,13 +129,31 @@ class AssistantMessage:
         return AssistantMessage(tuple(kept), self.provider, self.model, self.provider_message_id)
 
 
+#: The image types every image-taking wire accepts (Anthropic and OpenAI alike).
+MODEL_IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
+
+
+@dataclass(frozen=True, slots=True)
+class ImagePart:
+    """An image in a tool result: `data` is base64 of an image of `media_type`.
+
+    Only `MODEL_IMAGE_TYPES` are made into parts (rawtrio/mcp/results.py checks the bytes),
+    so an adapter can send them as they are.
+    """
+
+    media_type: str
+    data: str  # base64, no line breaks
+
+
 @dataclass(frozen=True, slots=True)
 class ToolResult:
     """The one result of one tool call.
 
-    `content` is the text the model reads. `started` says whether the handler began (for
-    `cancelled`); `denied_by` says who refused (for `denied`); `details` holds structured
-    facts for front ends (exit code, signal, elapsed seconds, diff, …).
+    `content` is the text the model reads; it also describes each image in `images`, so a
+    wire that takes only text in results (Chat Completions) still says what was there.
+    `started` says whether the handler began (for `cancelled`); `denied_by` says who refused
+    (for `denied`); `details` holds structured facts for front ends (exit code, signal,
+    elapsed seconds, diff, …).
     """
 
     call_id: str
@@ -144,6 +163,7 @@ class ToolResult:
     started: bool = False
     denied_by: DeniedBy | None = None
     details: FrozenJSON = field(default_factory=empty)
+    images: tuple[ImagePart, ...] = ()
     role: Literal["tool"] = "tool"
 
     @property
@@ -197,6 +217,8 @@ def message_to_json(msg: Message) -> dict[str, Any]:
             out["denied_by"] = msg.denied_by.value
         if msg.details:
             out["details"] = thaw(msg.details)
+        if msg.images:
+            out["images"] = [{"media_type": i.media_type, "data": i.data} for i in msg.images]
         return out
     return {
         "role": "assistant",
@@ -243,6 +265,8 @@ def message_from_json(data: dict[str, Any]) -> Message:
             started=bool(data.get("started", False)),
             denied_by=DeniedBy(by) if by else None,
             details=freeze(data.get("details", {})),
+            # Rows written before results carried images have no "images".
+            images=tuple(ImagePart(i["media_type"], i["data"]) for i in data.get("images", ())),
         )
     return AssistantMessage(
         tuple(_part_from_json(p) for p in data["parts"]),

@@ -30,6 +30,7 @@ from types import MappingProxyType
 from typing import Any, Final, TypeVar
 
 from rawtrio.frozen import FrozenJSON, freeze, thaw
+from rawtrio.messages import ImagePart
 
 MIN_SECRET_CHARS: Final = 6
 REDACTED: Final = "[redacted]"
@@ -102,6 +103,11 @@ class Redactor:
     def _scrub_fields(self, value: Any) -> Any:
         changes = {}
         for f in dataclasses.fields(value):
+            if isinstance(value, ImagePart) and f.name == "data":
+                # Base64 of an image: a secret cannot appear in it in a form a pattern would
+                # recognise, and a chance match would corrupt the image (and megabytes of
+                # base64 would be scanned for nothing).
+                continue
             old = getattr(value, f.name)
             new = self._scrub(old)
             if new is not old:

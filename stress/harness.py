@@ -58,6 +58,9 @@ LIVENESS_BOUND_S = 10 * (0.1 + TOOL_SETTINGS.sigterm_grace_s)
 TURN_LIMIT_S = 30.0
 #: At least this many k per required phase when sampling.
 PER_REQUIRED_PHASE = 4
+#: This many k per required phase run even when the group's share of the budget is spent
+#: (a slow scenario must still cover each phase it requires).
+MUST_PER_REQUIRED_PHASE = 2
 
 
 @dataclass(frozen=True)
@@ -124,12 +127,15 @@ async def run_group(
     ks, group.sampled = plan_ks(baseline.steps, phase_map, capacity, rng, scenario.required)
     group.planned = len(ks)
     durations = [baseline.duration_s]
-    queue = iter(ks)
+    queue = iter(enumerate(ks))
+    # The plan starts with the required phases, interleaved: those first runs are made
+    # whatever the budget says, so every required phase gets its cancels.
+    must = MUST_PER_REQUIRED_PHASE * len(scenario.required)
 
     async def worker() -> None:
-        for k in queue:
+        for i, k in queue:
             expected = statistics_mean(durations[-8:])
-            if trio.current_time() + expected > deadline and group.runs:
+            if i >= must and trio.current_time() + expected > deadline and group.runs:
                 return
             result, _ = await run_case(instrument, scenario, wire, cancel_at=k)
             durations.append(result.duration_s)
@@ -155,17 +161,19 @@ def plan_ks(
 ) -> tuple[list[int], bool]:
     """The k to run, in the order to run them, and whether they are a sample.
 
-    Required phases come first so a budget cut short still covers them; the rest is
-    shuffled, so the runs done before the budget ends are spread over 1..n.
+    Required phases come first, interleaved (one k of each, then a second of each, …),
+    so a budget cut short still covers every one of them; the rest is shuffled, so the
+    runs done before the budget ends are spread over 1..n.
     """
     if capacity >= n:
         ks = list(range(1, n + 1))
         rng.shuffle(ks)
         return _required_first(ks, phase_map, required), False
-    picks: list[int] = []
+    per_phase = []
     for req in required:
         candidates = [k for k in range(1, n + 1) if phase_map[k - 1] in req]
-        picks += _stratified(candidates, min(PER_REQUIRED_PHASE, len(candidates)), rng)
+        per_phase.append(_stratified(candidates, min(PER_REQUIRED_PHASE, len(candidates)), rng))
+    picks = _interleave(per_phase)
     chosen = set(picks)
     rest = _stratified(list(range(1, n + 1)), max(0, capacity - len(chosen)), rng)
     others = [k for k in rest if k not in chosen]
@@ -185,10 +193,19 @@ def _stratified(values: list[int], count: int, rng: random.Random) -> list[int]:
 def _required_first(
     ks: list[int], phase_map: Sequence[str], required: Sequence[frozenset[str]]
 ) -> list[int]:
-    first: list[int] = []
-    for req in required:
-        first += [k for k in ks if phase_map[k - 1] in req and k not in first][:PER_REQUIRED_PHASE]
+    per_phase = [
+        [k for k in ks if phase_map[k - 1] in req][:PER_REQUIRED_PHASE] for req in required
+    ]
+    first = _interleave(per_phase)
     return first + [k for k in ks if k not in first]
+
+
+def _interleave(lists: Sequence[list[int]]) -> list[int]:
+    """The first of each list, then the second of each, …, each k once."""
+    out: list[int] = []
+    for i in range(max((len(x) for x in lists), default=0)):
+        out += [x[i] for x in lists if i < len(x) and x[i] not in out]
+    return out
 
 
 async def run_case(

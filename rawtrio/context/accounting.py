@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from rawtrio.context import estimate
 from rawtrio.messages import Message
@@ -65,6 +66,37 @@ class UsageTotals:
             usage.total_input_tokens,
             self.context_window,
         )
+
+
+def usage_to_json(totals: UsageTotals) -> dict[str, Any]:
+    """The totals as kept in the session's state (the window is today's, not stored)."""
+    return {
+        "input_tokens": totals.input_tokens,
+        "output_tokens": totals.output_tokens,
+        "cache_read_tokens": totals.cache_read_tokens,
+        "cache_write_tokens": totals.cache_write_tokens,
+        "cost_usd": totals.cost_usd,
+        "context_tokens": totals.context_tokens,
+    }
+
+
+def usage_from_json(saved: object, current: UsageTotals) -> UsageTotals:
+    """Totals saved by an earlier run of the session; `current` when none (or unreadable)."""
+    if not isinstance(saved, dict):
+        return current
+    ints = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+    if not all(isinstance(saved.get(k), int) for k in (*ints, "context_tokens")):
+        return current
+    cost = saved.get("cost_usd")
+    return UsageTotals(
+        input_tokens=saved["input_tokens"],
+        output_tokens=saved["output_tokens"],
+        cache_read_tokens=saved["cache_read_tokens"],
+        cache_write_tokens=saved["cache_write_tokens"],
+        cost_usd=float(cost) if isinstance(cost, int | float) else None,
+        context_tokens=saved["context_tokens"],
+        context_window=current.context_window,
+    )
 
 
 class TooLarge(Exception):

@@ -1,11 +1,17 @@
-"""An MCP `CallToolResult` as the one text result the model reads.
+"""An MCP `CallToolResult` as the result the model reads: text, plus images.
 
-rawtrio's `ToolResult` carries text only (the provider adapters send results as text), so
-non-text parts are described in words: an image or audio clip by its type and size, an
-embedded text resource by its URI followed by its text, a binary resource by its URI,
-type and size, a resource link by its name and URI. With no content parts, the structured
-content is shown as JSON. The text is cut to the session's tool output cap (head and tail
-kept, the middle elided with a note); secrets are redacted.
+Text content is the result's text. Images — image content, and embedded resources whose
+blob is an image — go into `ToolOutput.images` when they are PNG, JPEG, GIF or WebP (the
+bytes are checked, not the declared type: a wrong type would make the provider refuse
+every later request of the session), at most `MAX_IMAGES` of them and `MAX_IMAGE_BYTES`
+decoded in all per result. Each image is also described in the text (`[image 1:
+image/png, 120 bytes]`), so a wire that takes only text in results (Chat Completions) and
+the display history still say what was there; an image that is not carried says why.
+Audio is described by its type and size, an embedded text resource by its URI followed
+by its text, another binary resource by its URI, type and size, a resource link by its
+name and URI. With no content parts, the structured content is shown as JSON. The text is
+cut to the session's tool output cap (head and tail kept, the middle elided with a note);
+secrets are redacted from the text (the images are not scanned: see `Redactor`).
 """
 
 from __future__ import annotations
@@ -18,11 +24,58 @@ from typing import TYPE_CHECKING, Any
 
 from rawtrio.contracts import ToolStatus
 from rawtrio.frozen import freeze
+from rawtrio.messages import ImagePart
 from rawtrio.tools.base import ToolOutput
 from rawtrio.tools.bounded_output import BoundedOutput
 
 if TYPE_CHECKING:
     import mcp_types as types
+
+#: At most this many images per result go to the model; the rest are described only.
+MAX_IMAGES = 8
+#: And at most this many decoded bytes of images in all per result.
+MAX_IMAGE_BYTES = 5 * 1024 * 1024
+
+NOT_AN_IMAGE = "not a PNG, JPEG, GIF or WebP image"
+OVER_LIMIT = f"over the limit of {MAX_IMAGES} images and 5 MB per result"
+
+
+class _Images:
+    """The images of one result, within the bounds, in the order they came."""
+
+    def __init__(self) -> None:
+        self.parts: list[ImagePart] = []
+        self.total = 0
+
+    def add(self, data: str) -> tuple[ImagePart | None, int, str]:
+        """(the part or None, decoded size, why not carried)."""
+        compact = "".join(data.split())
+        try:
+            raw = base64.b64decode(compact, validate=True)
+        except (binascii.Error, ValueError):
+            return None, _decoded_size(data), NOT_AN_IMAGE
+        media_type = image_type(raw)
+        if media_type is None:
+            return None, len(raw), NOT_AN_IMAGE
+        if len(self.parts) >= MAX_IMAGES or self.total + len(raw) > MAX_IMAGE_BYTES:
+            return None, len(raw), OVER_LIMIT
+        part = ImagePart(media_type, compact)
+        self.parts.append(part)
+        self.total += len(raw)
+        return part, len(raw), ""
+
+
+def image_type(raw: bytes) -> str | None:
+    """The media type of image bytes the model APIs take, from their signature."""
+    if raw.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if raw.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if raw[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    if raw[:4] == b"RIFF" and raw[8:12] == b"WEBP":
+        return "image/webp"
+    return None
 
 
 def to_output(
@@ -37,16 +90,23 @@ def to_output(
 
     parts: list[str] = []
     media: list[dict[str, Any]] = []
+    images = _Images()
     for c in result.content:
         if isinstance(c, types.TextContent):
             parts.append(c.text)
-        elif isinstance(c, types.ImageContent | types.AudioContent):
-            kind = "image" if isinstance(c, types.ImageContent) else "audio"
+        elif isinstance(c, types.ImageContent):
+            part, size, why = images.add(c.data)
+            media.append(_media("image", c.mime_type, size, part))
+            if part is not None:
+                parts.append(f"[image {len(images.parts)}: {part.media_type}, {size} bytes]")
+            else:
+                parts.append(f"[image {c.mime_type}, {size} bytes: not shown, {why}]")
+        elif isinstance(c, types.AudioContent):
             size = _decoded_size(c.data)
-            media.append({"kind": kind, "mime_type": c.mime_type, "bytes": size})
+            media.append(_media("audio", c.mime_type, size, None))
             parts.append(
-                f"[{kind} {c.mime_type}, {size} bytes: not shown, rawtrio passes tool "
-                f"results to the model as text]"
+                f"[audio {c.mime_type}, {size} bytes: not shown, rawtrio does not pass audio "
+                f"to the model]"
             )
         elif isinstance(c, types.ResourceLink):
             parts.append(f"[resource link {c.name}: {c.uri}]")
@@ -54,10 +114,20 @@ def to_output(
             r = c.resource
             if isinstance(r, types.TextResourceContents):
                 parts.append(f"[resource {r.uri}]\n{r.text}")
+            elif (r.mime_type or "").startswith("image/"):
+                part, size, why = images.add(r.blob)
+                media.append(_media("resource", r.mime_type, size, part))
+                if part is not None:
+                    n = len(images.parts)
+                    parts.append(f"[resource {r.uri}: image {n}, {part.media_type}, {size} bytes]")
+                else:
+                    parts.append(
+                        f"[resource {r.uri}: {r.mime_type}, {size} bytes, not shown: {why}]"
+                    )
             else:
                 size = _decoded_size(r.blob)
                 mime = r.mime_type or "binary data"
-                media.append({"kind": "resource", "mime_type": r.mime_type, "bytes": size})
+                media.append(_media("resource", r.mime_type, size, None))
                 parts.append(f"[resource {r.uri}: {mime}, {size} bytes, not shown]")
         else:
             parts.append(f"[{getattr(c, 'type', type(c).__name__)} content: not shown]")
@@ -77,7 +147,12 @@ def to_output(
         )
         details["truncated_bytes"] = bounded.elided_bytes
     status = ToolStatus.ERROR if result.is_error else ToolStatus.OK
-    return ToolOutput(status, text, freeze(details))
+    return ToolOutput(status, text, freeze(details), tuple(images.parts))
+
+
+def _media(kind: str, mime_type: str | None, size: int, part: ImagePart | None) -> dict[str, Any]:
+    """An entry of `details.media`: what the result held, and whether the model gets it."""
+    return {"kind": kind, "mime_type": mime_type, "bytes": size, "attached": part is not None}
 
 
 def _decoded_size(data: str) -> int:

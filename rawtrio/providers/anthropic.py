@@ -15,7 +15,9 @@ Request mapping (neutral transcript → Messages API):
   signature (from another provider) cannot be sent back and is dropped;
 - consecutive `ToolResult`s become ONE user message of `tool_result` blocks in call order
   (`is_error` for every status but ok); a `UserMessage` right after them joins that same
-  user message after the results, as the API requires nothing in between.
+  user message after the results, as the API requires nothing in between. A result's
+  content is its text as a string; a result with images has a list instead: the text block,
+  then one base64 `image` block per image;
 
 Imported lazily by `rawtrio.providers.make_provider` (the SDK takes ~1 s to import).
 """
@@ -25,21 +27,25 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from contextlib import AbstractAsyncContextManager
-from typing import Any, cast
+from typing import Any, Literal, cast
 
 import anthropic
 from anthropic.types import (
+    Base64ImageSourceParam,
     CacheControlEphemeralParam,
     ContentBlockParam,
+    ImageBlockParam,
     MessageParam,
     RawMessageStreamEvent,
     TextBlockParam,
     ToolParam,
+    ToolResultBlockParam,
 )
 
 from rawtrio.errors import StreamCut
 from rawtrio.frozen import freeze, thaw
 from rawtrio.messages import (
+    MODEL_IMAGE_TYPES,
     AssistantMessage,
     AssistantPart,
     Message,
@@ -74,6 +80,8 @@ SDK_ERRORS = SdkErrorTypes(
     connection_error=anthropic.APIConnectionError,
 )
 
+_ImageType = Literal["image/jpeg", "image/png", "image/gif", "image/webp"]
+
 _STOP_REASONS = {
     "end_turn": "end_turn",
     "stop_sequence": "end_turn",
@@ -97,15 +105,41 @@ def to_anthropic_messages(messages: tuple[Message, ...] | list[Message]) -> list
             continue
         block: ContentBlockParam
         if isinstance(msg, ToolResult):
-            block = {"type": "tool_result", "tool_use_id": msg.call_id, "is_error": msg.is_error}
-            if msg.content:
-                block["content"] = msg.content
+            block = _tool_result_block(msg)
         else:
             if not msg.text.strip() and out and out[-1]["role"] == "user":
                 continue  # a blank text block would be refused; the message has content
             block = {"type": "text", "text": msg.text}
         _append_user_block(out, block)
     return out
+
+
+def _tool_result_block(msg: ToolResult) -> ToolResultBlockParam:
+    block: ToolResultBlockParam = {
+        "type": "tool_result",
+        "tool_use_id": msg.call_id,
+        "is_error": msg.is_error,
+    }
+    images = [i for i in msg.images if i.media_type in MODEL_IMAGE_TYPES]
+    if not images:
+        # The plain string form, exactly as before images existed: the cached prefix of a
+        # session with text-only results stays the same.
+        if msg.content:
+            block["content"] = msg.content
+        return block
+    content: list[TextBlockParam | ImageBlockParam] = []
+    if msg.content.strip():  # the API refuses blank text blocks
+        content.append({"type": "text", "text": msg.content})
+    for image in images:
+        media_type = cast(_ImageType, image.media_type)
+        source: Base64ImageSourceParam = {
+            "type": "base64",
+            "media_type": media_type,
+            "data": image.data,
+        }
+        content.append({"type": "image", "source": source})
+    block["content"] = content
+    return block
 
 
 def _append_user_block(out: list[MessageParam], block: ContentBlockParam) -> None:

@@ -2,8 +2,9 @@
 
 Request mapping: the system prompt is a leading `system` message; an `AssistantMessage` is
 one assistant message with its text and `tool_calls` (arguments as a JSON text, `{}` when
-they were malformed); each `ToolResult` is one `tool` message. Thinking is not sent back
-(Chat Completions has no field for it; some compatible servers refuse it).
+they were malformed); each `ToolResult` is one `tool` message of its text (tool messages
+take text only, so a result's images are not sent: its text describes them). Thinking is
+not sent back (Chat Completions has no field for it; some compatible servers refuse it).
 
 Streaming: tool-call deltas are keyed by `index`; the id and name come only in the first
 delta of each index. Reasoning text from compatible servers (`reasoning_content` or

@@ -5,7 +5,9 @@ item; an `AssistantMessage` becomes its items in order — an assistant message 
 text part, its `reasoning` items sent back verbatim (kept as `OpaquePart`s, with their
 `encrypted_content`, which `include=["reasoning.encrypted_content"]` asks for), a
 `function_call` per tool call (`call_id`, `name`, arguments, `id` = the item id); each
-`ToolResult` is a `function_call_output`. The system prompt is `instructions`.
+`ToolResult` is a `function_call_output` whose `output` is the text, or, for a result with
+images, a list: an `input_text` item, then an `input_image` data URL per image. The system
+prompt is `instructions`.
 
 A reasoning item becomes two parts: a `ThinkingPart` with its summary (what the user sees)
 and the `OpaquePart` that goes back to the service. The final message is built from
@@ -23,6 +25,7 @@ from typing import Any, cast
 import openai
 from openai.types.responses import (
     FunctionToolParam,
+    ResponseFunctionCallOutputItemListParam,
     ResponseFunctionToolCallParam,
     ResponseInputItemParam,
     ResponseStreamEvent,
@@ -31,6 +34,7 @@ from openai.types.responses import (
 from rawtrio.errors import StreamCut
 from rawtrio.frozen import freeze, thaw
 from rawtrio.messages import (
+    MODEL_IMAGE_TYPES,
     AssistantMessage,
     AssistantPart,
     Message,
@@ -72,7 +76,7 @@ def to_responses_input(messages: tuple[Message, ...]) -> list[ResponseInputItemP
     for msg in messages:
         if isinstance(msg, ToolResult):
             items.append(
-                {"type": "function_call_output", "call_id": msg.call_id, "output": msg.content}
+                {"type": "function_call_output", "call_id": msg.call_id, "output": _output(msg)}
             )
         elif isinstance(msg, AssistantMessage):
             items.extend(_assistant_items(msg.for_provider(KIND)))
@@ -85,6 +89,19 @@ def to_responses_input(messages: tuple[Message, ...]) -> list[ResponseInputItemP
                 }
             )
     return items
+
+
+def _output(msg: ToolResult) -> str | ResponseFunctionCallOutputItemListParam:
+    """The text alone (as before images existed, so cached prefixes stay the same), or the
+    text and the images."""
+    images = [i for i in msg.images if i.media_type in MODEL_IMAGE_TYPES]
+    if not images:
+        return msg.content
+    output: ResponseFunctionCallOutputItemListParam = [{"type": "input_text", "text": msg.content}]
+    for image in images:
+        url = f"data:{image.media_type};base64,{image.data}"
+        output.append({"type": "input_image", "image_url": url})
+    return output
 
 
 def _assistant_items(msg: AssistantMessage) -> list[ResponseInputItemParam]:

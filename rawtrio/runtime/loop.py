@@ -159,9 +159,16 @@ async def run_call(session: Session, turn: Turn, call: ToolCall) -> ToolResult:
         output = ToolOutput.error(f"tool {tool.id} failed: {type(exc).__name__}: {exc}")
     # If the after-hooks are cancelled, the call's real output still becomes its result.
     ctx.report_cancelled(f"{output.content}\n[the call finished; its after-hooks were cancelled]")
+    images = output.images  # the handler's; hooks add text only
     output = await gate.after(session, call, tool, output, hook_context)
     return ToolResult(
-        call.id, call.name, output.status, output.content, started=True, details=output.details
+        call.id,
+        call.name,
+        output.status,
+        output.content,
+        started=True,
+        details=output.details,
+        images=images,
     )
 
 

@@ -26,7 +26,13 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import trio
 
 from rawtrio import events as ev
-from rawtrio.context.accounting import Accountant, ModelPrices, UsageTotals
+from rawtrio.context.accounting import (
+    Accountant,
+    ModelPrices,
+    UsageTotals,
+    usage_from_json,
+    usage_to_json,
+)
 from rawtrio.context.compaction import CompactionSettings
 from rawtrio.context.models import limits_for
 from rawtrio.contracts import (
@@ -68,6 +74,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 #: Session state key of the note for the next user message, so it survives a restart.
 PENDING_NOTE_KEY = "pending_note"
+#: Session state key of the usage and cost totals, so `/cost` covers every run of it.
+USAGE_STATE_KEY = "usage_totals"
 E = TypeVar("E", bound=ev.Event)
 
 
@@ -214,6 +222,9 @@ class Session:
                     self.jobs = jobs
                     saved = await self.store.get_state(self.id, PLAN_STATE_KEY)
                     self.plan = Plan(plan_from_json(saved), on_change=self._plan_changed)
+                    self._usage = usage_from_json(
+                        await self.store.get_state(self.id, USAGE_STATE_KEY), self._usage
+                    )
                     self._nursery = nursery
                     start = payloads.session_start("resume" if self.context else "startup")
                     await self.run_hooks(HookEvent.SESSION_START, start)
@@ -570,7 +581,7 @@ class Session:
 
     @property
     def usage(self) -> UsageTotals:
-        """The session's running usage and cost totals (this process's requests)."""
+        """The session's running usage and cost totals, over every run of the session."""
         return self._usage
 
     def record_usage(self, u: UsageInfo, *, step: int, turn_id: str | None) -> None:
@@ -614,6 +625,10 @@ class Session:
                 with scope:
                     result.append(await compaction.run_compaction(self, "manual", focus, None))
             finally:
+                with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
+                    cleanup.shield = True
+                    saved = usage_to_json(self._usage)
+                    await self.store.set_state(self.id, USAGE_STATE_KEY, saved)
                 self._compaction = None
                 done.set()
 
@@ -690,6 +705,7 @@ class Session:
                     results = [_as_error(r, reason) for r in results]
                 cut.extend(f"tool call {r.name} ({r.call_id}): {r.content}" for r in results)
                 await self.commit_results(turn, results)
+            await self.store.set_state(self.id, USAGE_STATE_KEY, usage_to_json(self._usage))
             await self.store.end_turn(self.id, turn.id, outcome, reason)
             if cut and outcome in (TurnOutcome.CANCELLED, TurnOutcome.ERROR):
                 self._note = _interruption_note(outcome, reason, cut)

@@ -24,6 +24,7 @@ from rawtrio.contracts import (
     ToolStatus,
 )
 from rawtrio.frozen import FrozenJSON, empty, freeze
+from rawtrio.messages import ImagePart
 from rawtrio.redaction import Redactor
 
 if TYPE_CHECKING:
@@ -37,6 +38,8 @@ class ToolOutput:
     status: ToolStatus
     content: str
     details: FrozenJSON = field(default_factory=empty)
+    #: Images for the model (MCP results); `content` describes them as well.
+    images: tuple[ImagePart, ...] = ()
 
     @staticmethod
     def ok(content: str, **details: Any) -> ToolOutput:

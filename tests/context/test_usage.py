@@ -13,7 +13,11 @@ from rawtrio.context.compaction import CompactionSettings
 from rawtrio.contracts import TurnOutcome
 from rawtrio.errors import TurnInProgress
 from rawtrio.messages import ProviderKind
-from tests.conftest import session_on
+from rawtrio.runtime.runtime import open_runtime
+from rawtrio.runtime.session import SessionOptions
+from rawtrio.store.sqlite import SqliteStore
+from rawtrio.testing.fake_model import Scenario, open_fake_model_server
+from tests.conftest import provider_for, session_on
 from tests.context.support import events_of, scenario, turn_text
 
 PRICES = ModelPrices(input=3.0, output=15.0, cache_read=0.3, cache_write=3.75)
@@ -140,3 +144,31 @@ async def test_openai_prompt_cache_hits_are_reported(wire: ProviderKind, cwd: Pa
         for prev, u in itertools.pairwise(usages):
             assert u.cache_read_tokens >= prev.context_tokens - 128
             assert u.context_tokens == u.input_tokens + u.cache_read_tokens
+
+
+async def test_totals_survive_a_resume_in_a_new_runtime(cwd: Path) -> None:
+    db = cwd / "sessions.db"
+    async with open_fake_model_server(Scenario.from_dict(scenario())) as server:
+        options = SessionOptions(
+            cwd=cwd,
+            provider=provider_for(server, "anthropic"),
+            prices=PRICES,
+            tool_selection=("read_file",),
+        )
+        async with SqliteStore(db) as store, open_runtime(store) as runtime:
+            session = await runtime.create_session(options)
+            await session.run_turn(turn_text(0))
+            first = session.usage
+            session_id = session.id
+        assert first.cost_usd is not None
+        assert first.input_tokens > 0
+        async with SqliteStore(db) as store, open_runtime(store) as runtime:
+            resumed = await runtime.open_session(session_id, options)
+            assert resumed.usage == first
+            await resumed.run_turn(turn_text(1))
+            later = resumed.usage
+            usages = await events_of(resumed, ev.Usage)
+        assert later.input_tokens == sum(u.input_tokens for u in usages)
+        assert later.output_tokens == sum(u.output_tokens for u in usages)
+        assert later.output_tokens > first.output_tokens  # (input may be all cache reads)
+        assert later.cost_usd == pytest.approx(usages[-1].session_cost_usd)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 from pathlib import Path
 
 import pytest
@@ -9,9 +10,16 @@ import trio
 
 from rawtrio import events as ev
 from rawtrio.contracts import ToolStatus
-from rawtrio.messages import ToolResult
+from rawtrio.messages import ImagePart, ProviderKind, ToolResult
 from tests.conftest import session_on
 from tests.mcp.conftest import http_server, servers_of, stdio_server, wait_for_line
+
+#: The 1×1 PNG of the test server's `picture` tool (tests/mcp/server.py; not imported: the
+#: module sets up a server when imported).
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c6360000002000001e221bc330000000049454e44ae426082"
+)
 
 
 def calls(*replies: dict[str, object]) -> dict[str, object]:
@@ -279,3 +287,43 @@ async def test_a_hung_server_is_found_by_a_ping_stopped_and_restarted(
         assert conn.error == "does not answer (no reply to a ping within 1 s)"
         assert await conn.ensure_ready(session.mcp._nursery) is not None
         assert conn.starts == 2
+
+
+async def test_an_mcp_image_reaches_the_model_where_the_wire_takes_images(
+    tmp_path: Path, wire: ProviderKind
+) -> None:
+    scenario = calls({"tool_calls": [{"name": "mcp__t__picture", "arguments": {}}]})
+    async with session_on(scenario, wire, tmp_path, mcp_servers={"t": stdio_server()}) as (
+        session,
+        server,
+        _,
+    ):
+        ended = await session.run_turn("draw")
+        assert ended.outcome == "completed"
+        (picture,) = results(session)
+        data = base64.b64encode(PNG).decode()
+        assert picture.images == (ImagePart("image/png", data),)
+        text = f"a red dot\n[image 1: image/png, {len(PNG)} bytes]"
+        assert picture.content == text
+        assert [r.status for r in server.requests] == [200, 200]
+        body = server.requests[1].body
+        if wire == "anthropic":
+            (result,) = body["messages"][2]["content"]
+            assert result["content"] == [
+                {"type": "text", "text": text},
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/png", "data": data},
+                },
+            ]
+        elif wire == "openai-responses":
+            assert body["input"][-1]["output"] == [
+                {"type": "input_text", "text": text},
+                {"type": "input_image", "image_url": f"data:image/png;base64,{data}"},
+            ]
+        else:
+            assert body["messages"][-1] == {
+                "role": "tool",
+                "tool_call_id": picture.call_id,
+                "content": text,
+            }

@@ -11,34 +11,103 @@ from rawtrio.config.schema import McpServerConfig
 from rawtrio.contracts import ToolStatus
 from rawtrio.mcp import catalog
 from rawtrio.mcp.log import LineSplitter, ServerLog
-from rawtrio.mcp.results import to_output
+from rawtrio.mcp.results import MAX_IMAGE_BYTES, MAX_IMAGES, to_output
+from rawtrio.messages import ImagePart
 from rawtrio.tools.registry import ToolRegistry
 
-PNG = base64.b64encode(b"\x89PNG" + b"\0" * 96).decode()
+#: A PNG signature and padding: 100 bytes that pass as a PNG by their signature.
+PNG_BYTES = b"\x89PNG\r\n\x1a\n" + b"\0" * 92
+PNG = base64.b64encode(PNG_BYTES).decode()
+JPEG = base64.b64encode(b"\xff\xd8\xff\xe0" + b"\0" * 46).decode()
 
 
-def test_images_and_resources_are_described_in_the_text_result() -> None:
+def image(data: str, mime_type: str = "image/png") -> types.ImageContent:
+    return types.ImageContent(type="image", data=data, mime_type=mime_type)
+
+
+def test_images_go_to_the_model_and_everything_is_described_in_the_text() -> None:
     result = types.CallToolResult(
         content=[
             types.TextContent(type="text", text="look:"),
-            types.ImageContent(type="image", data=PNG, mime_type="image/png"),
+            image(PNG),
             types.EmbeddedResource(
                 type="resource",
                 resource=types.TextResourceContents(uri="file:///a.txt", text="inside"),
             ),
+            types.EmbeddedResource(
+                type="resource",
+                resource=types.BlobResourceContents(
+                    uri="file:///c.jpg", blob=JPEG, mime_type="image/jpeg"
+                ),
+            ),
             types.ResourceLink(type="resource_link", uri="file:///b.bin", name="b"),
+            types.AudioContent(type="audio", data=PNG, mime_type="audio/wav"),
         ]
     )
     out = to_output(result, server="s", tool="t", cap=10_000)
     assert out.status is ToolStatus.OK
     assert out.content.splitlines() == [
         "look:",
-        "[image image/png, 100 bytes: not shown, rawtrio passes tool results to the model as text]",
+        "[image 1: image/png, 100 bytes]",
         "[resource file:///a.txt]",
         "inside",
+        "[resource file:///c.jpg: image 2, image/jpeg, 50 bytes]",
         "[resource link b: file:///b.bin]",
+        "[audio audio/wav, 100 bytes: not shown, rawtrio does not pass audio to the model]",
     ]
-    assert out.details["media"] == ({"kind": "image", "mime_type": "image/png", "bytes": 100},)
+    assert out.images == (ImagePart("image/png", PNG), ImagePart("image/jpeg", JPEG))
+    assert out.details["media"] == (
+        {"kind": "image", "mime_type": "image/png", "bytes": 100, "attached": True},
+        {"kind": "resource", "mime_type": "image/jpeg", "bytes": 50, "attached": True},
+        {"kind": "audio", "mime_type": "audio/wav", "bytes": 100, "attached": False},
+    )
+
+
+def test_an_image_is_sent_as_what_its_bytes_are_not_what_it_claims() -> None:
+    result = types.CallToolResult(content=[image(JPEG, "image/png")])
+    out = to_output(result, server="s", tool="t", cap=10_000)
+    assert out.images == (ImagePart("image/jpeg", JPEG),)
+    assert out.content == "[image 1: image/jpeg, 50 bytes]"
+
+
+def test_data_that_is_not_a_supported_image_is_only_described() -> None:
+    svg = base64.b64encode(b"<svg xmlns='http://www.w3.org/2000/svg'/>").decode()
+    result = types.CallToolResult(
+        content=[image(svg, "image/svg+xml"), image("not base64!"), image(PNG)]
+    )
+    out = to_output(result, server="s", tool="t", cap=10_000)
+    assert out.images == (ImagePart("image/png", PNG),)
+    assert out.content.splitlines() == [
+        "[image image/svg+xml, 41 bytes: not shown, not a PNG, JPEG, GIF or WebP image]",
+        "[image image/png, 11 bytes: not shown, not a PNG, JPEG, GIF or WebP image]",
+        "[image 1: image/png, 100 bytes]",
+    ]
+
+
+def test_base64_with_line_breaks_is_sent_without_them() -> None:
+    wrapped = "\n".join(PNG[i : i + 76] for i in range(0, len(PNG), 76))
+    out = to_output(types.CallToolResult(content=[image(wrapped)]), server="s", tool="t", cap=999)
+    assert out.images == (ImagePart("image/png", PNG),)
+
+
+def test_at_most_eight_images_go_to_the_model() -> None:
+    result = types.CallToolResult(content=[image(PNG) for _ in range(MAX_IMAGES + 1)])
+    out = to_output(result, server="s", tool="t", cap=10_000)
+    assert len(out.images) == MAX_IMAGES
+    assert out.content.splitlines()[-1] == (
+        "[image image/png, 100 bytes: not shown, over the limit of 8 images and 5 MB per result]"
+    )
+    assert out.details["media"][-1]["attached"] is False
+
+
+def test_images_past_five_megabytes_in_all_are_only_described() -> None:
+    big = base64.b64encode(PNG_BYTES + b"\0" * (3 * 1024 * 1024)).decode()
+    result = types.CallToolResult(content=[image(big), image(big), image(PNG)])
+    out = to_output(result, server="s", tool="t", cap=10_000)
+    assert [len(i.data) for i in out.images] == [len(big), len(PNG)]
+    assert "not shown, over the limit of 8 images and 5 MB per result" in out.content
+    assert out.content.splitlines()[-1] == "[image 2: image/png, 100 bytes]"
+    assert MAX_IMAGE_BYTES == 5 * 1024 * 1024
 
 
 def test_an_oversized_result_keeps_head_and_tail_with_a_note() -> None:

@@ -8,6 +8,7 @@ from rawtrio.contracts import ToolStatus
 from rawtrio.frozen import freeze
 from rawtrio.messages import (
     AssistantMessage,
+    ImagePart,
     Message,
     OpaquePart,
     TextPart,
@@ -180,3 +181,95 @@ def test_responses_tools() -> None:
             "strict": False,
         }
     ]
+
+
+PNG_DATA = "iVBORw0KGgoAAAAN"  # a PNG signature's base64 (adapters do not decode)
+WITH_IMAGE: tuple[Message, ...] = (
+    UserMessage("hi"),
+    AssistantMessage((GOOD,)),
+    ToolResult(
+        "call_a",
+        "bash",
+        ToolStatus.OK,
+        "[image 1: image/png, 12 bytes]",
+        images=(ImagePart("image/png", PNG_DATA), ImagePart("image/webp", "UklGRg==")),
+    ),
+)
+
+
+def test_anthropic_result_with_images_is_text_then_image_blocks() -> None:
+    messages: Any = to_anthropic_messages(WITH_IMAGE)
+    assert messages[2]["content"] == [
+        {
+            "type": "tool_result",
+            "tool_use_id": "call_a",
+            "is_error": False,
+            "content": [
+                {"type": "text", "text": "[image 1: image/png, 12 bytes]"},
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/png", "data": PNG_DATA},
+                },
+                {
+                    "type": "image",
+                    "source": {"type": "base64", "media_type": "image/webp", "data": "UklGRg=="},
+                },
+            ],
+        }
+    ]
+
+
+def test_anthropic_result_with_images_and_blank_text_has_only_images() -> None:
+    result = ToolResult(
+        "call_a", "bash", ToolStatus.OK, " ", images=(ImagePart("image/png", PNG_DATA),)
+    )
+    messages: Any = to_anthropic_messages((UserMessage("hi"), AssistantMessage((GOOD,)), result))
+    assert [b["type"] for b in messages[2]["content"][0]["content"]] == ["image"]
+
+
+def test_images_of_types_the_apis_refuse_are_not_sent() -> None:
+    result = ToolResult(
+        "call_a", "bash", ToolStatus.OK, "svg", images=(ImagePart("image/svg+xml", "PHN2Zz4="),)
+    )
+    transcript = (UserMessage("hi"), AssistantMessage((GOOD,)), result)
+    anthropic_messages: Any = to_anthropic_messages(transcript)
+    assert anthropic_messages[2]["content"][0]["content"] == "svg"
+    assert to_responses_input(transcript)[-1] == {
+        "type": "function_call_output",
+        "call_id": "call_a",
+        "output": "svg",
+    }
+
+
+def test_responses_result_with_images_is_a_list_of_text_and_data_urls() -> None:
+    items: Any = to_responses_input(WITH_IMAGE)
+    assert items[-1] == {
+        "type": "function_call_output",
+        "call_id": "call_a",
+        "output": [
+            {"type": "input_text", "text": "[image 1: image/png, 12 bytes]"},
+            {"type": "input_image", "image_url": f"data:image/png;base64,{PNG_DATA}"},
+            {"type": "input_image", "image_url": "data:image/webp;base64,UklGRg=="},
+        ],
+    }
+
+
+def test_chat_result_with_images_is_its_text_only() -> None:
+    messages: Any = to_chat_messages("s", WITH_IMAGE)
+    assert messages[-1] == {
+        "role": "tool",
+        "tool_call_id": "call_a",
+        "content": "[image 1: image/png, 12 bytes]",
+    }
+
+
+def test_a_result_without_images_maps_exactly_as_before() -> None:
+    plain = ToolResult("call_a", "bash", ToolStatus.OK, "a.txt")
+    transcript = (UserMessage("hi"), AssistantMessage((GOOD,)), plain)
+    anthropic_messages: Any = to_anthropic_messages(transcript)
+    assert anthropic_messages[2]["content"][0]["content"] == "a.txt"
+    assert to_responses_input(transcript)[-1] == {
+        "type": "function_call_output",
+        "call_id": "call_a",
+        "output": "a.txt",
+    }

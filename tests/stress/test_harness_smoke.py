@@ -36,7 +36,16 @@ def test_sample_covers_required_phases_first_and_is_seeded() -> None:
     assert sampled
     assert ks == again
     assert len(set(ks)) == len(ks) <= 20
-    assert any(phase_map[k - 1] == Phase.TOOL_RUNNING for k in ks[:8])
+    # Interleaved: the first k of the plan already covers each required phase, so a
+    # budget cut short after a few runs (a slow scenario) still cancels in every one.
+    first = ks[: len(TOOL.required)]
+    assert [phase_map[k - 1] in req for k, req in zip(first, TOOL.required, strict=True)] == [
+        True
+    ] * len(TOOL.required)
+    small = [Phase.STREAMING] * 5 + [Phase.TOOL_RUNNING] * 5
+    everything, sampled_all = plan_ks(10, small, 50, random.Random(3), TOOL.required)
+    assert not sampled_all
+    assert [small[k - 1] for k in everything[:2]] == [Phase.STREAMING, Phase.TOOL_RUNNING]
 
 
 def test_every_k_is_run_when_the_budget_allows() -> None:

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import anthropic
 import pytest
 
 from rawtrio.testing.fake_model import Scenario, open_fake_model_server
-from rawtrio.testing.fake_model.wire_common import sign
+from rawtrio.testing.fake_model.wire_common import IMAGE_TOKENS, sign
 from tests.testing.sdk_clients import anthropic_client, one_reply
 
 USER: Any = {"role": "user", "content": "hello"}
@@ -310,3 +311,98 @@ async def test_malformed_raw_arguments_reach_the_sdk_unchanged() -> None:
         with pytest.raises(ValueError, match="Unable to parse tool parameter JSON"):
             async with client.messages.stream(model="m", max_tokens=9, messages=[USER]) as s:
                 await s.get_final_message()
+
+
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 24).decode()
+JPEG = base64.b64encode(b"\xff\xd8\xff\xe0" + b"\0" * 24).decode()
+
+
+def image_block(data: Any = PNG, media_type: str = "image/png") -> Any:
+    source = {"type": "base64", "media_type": media_type}
+    if data is not None:
+        source["data"] = data
+    return {"type": "image", "source": source}
+
+
+def with_result_content(*content: Any) -> list[Any]:
+    """A conversation whose tool result's content is `content`."""
+    result = {"type": "tool_result", "tool_use_id": "toolu_A", "content": list(content)}
+    return [
+        USER,
+        {"role": "assistant", "content": [tool_use("toolu_A")]},
+        {"role": "user", "content": [result]},
+    ]
+
+
+async def test_a_tool_result_with_text_and_images_is_accepted() -> None:
+    messages = with_result_content({"type": "text", "text": "a dot"}, image_block(), image_block())
+    async with (
+        open_fake_model_server(one_reply(text="I see it")) as server,
+        anthropic_client(server) as client,
+    ):
+        message = await client.messages.create(model="m", max_tokens=100, messages=messages)
+    assert message.content[0].type == "text"
+    assert server.requests[0].status == 200
+
+
+WHERE = "messages.2.content.0.tool_result.content.1"
+INVALID_IMAGES = [
+    (
+        image_block(media_type="image/svg+xml"),
+        f"{WHERE}.image.source.base64.media_type: Input should be 'image/jpeg', 'image/png', "
+        "'image/gif' or 'image/webp'",
+    ),
+    (image_block(data=None), f"{WHERE}.image.source.base64.data: Field required"),
+    (image_block(data="not base64!"), f"{WHERE}.image.source.base64: invalid base64 data"),
+    (image_block(data=""), f"{WHERE}.image.source.base64: invalid base64 data"),
+    (
+        image_block(data=JPEG),
+        f"{WHERE}.image.source.base64.data: Image does not match the provided media type image/png",
+    ),
+    ({"type": "image"}, f"{WHERE}.image.source: Field required"),
+]
+
+
+@pytest.mark.parametrize(("block", "text"), INVALID_IMAGES)
+async def test_malformed_images_in_tool_results_are_refused(block: Any, text: str) -> None:
+    messages = with_result_content({"type": "text", "text": "see"}, block)
+    async with (
+        open_fake_model_server(one_reply(text="never")) as server,
+        anthropic_client(server) as client,
+    ):
+        with pytest.raises(anthropic.BadRequestError) as info:
+            await client.messages.create(model="m", max_tokens=100, messages=messages)
+    assert server.requests[0].error == text
+    assert info.value.status_code == 400
+
+
+async def test_an_image_in_an_assistant_message_is_refused() -> None:
+    messages = [USER, {"role": "assistant", "content": [image_block()]}, USER]
+    async with (
+        open_fake_model_server(one_reply(text="never")) as server,
+        anthropic_client(server) as client,
+    ):
+        with pytest.raises(anthropic.BadRequestError):
+            await client.messages.create(model="m", max_tokens=100, messages=messages)
+    assert server.requests[0].error == (
+        "messages.1.content.0.type: `image` blocks are not allowed in `assistant` messages"
+    )
+
+
+async def test_an_image_counts_a_fixed_number_of_input_tokens_whatever_its_size() -> None:
+    small = with_result_content(image_block())
+    large = with_result_content(
+        image_block(base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 40_000).decode())
+    )
+    text_only: list[Any] = with_result_content()
+    text_only[2]["content"][0]["content"] = []
+    async with (
+        open_fake_model_server(one_reply(text="ok")) as server,
+        anthropic_client(server) as client,
+    ):
+        counts = []
+        for messages in (text_only, small, large):
+            message = await client.messages.create(model="m", max_tokens=100, messages=messages)
+            counts.append(message.usage.input_tokens)
+    # An image block in compact JSON without its source is `{"type":"image"}` (16 characters).
+    assert counts[1] == counts[2] == counts[0] + IMAGE_TOKENS + 4

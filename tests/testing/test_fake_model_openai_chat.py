@@ -150,6 +150,22 @@ INVALID: list[tuple[list[dict[str, Any]], str]] = [
         [USER, {"role": "assistant", "content": None}, USER],
         "Invalid value for 'content': expected a string, got null.",
     ),
+    (
+        [
+            USER,
+            assistant_calls("call_A"),
+            {
+                "role": "tool",
+                "tool_call_id": "call_A",
+                "content": [
+                    {"type": "text", "text": "a dot"},
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO"}},
+                ],
+            },
+        ],
+        "Invalid 'messages[2]'. Image URLs are only allowed for messages with role 'user', but "
+        "this message with role 'tool' contains an image URL.",
+    ),
 ]
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
@@ -9,6 +10,7 @@ import openai
 import pytest
 
 from rawtrio.testing.fake_model import Scenario, open_fake_model_server
+from rawtrio.testing.fake_model.wire_common import IMAGE_TOKENS
 from tests.testing.sdk_clients import one_reply, openai_client
 
 USER: Any = {"role": "user", "content": "hello"}
@@ -169,3 +171,91 @@ async def test_error_inside_stream_ends_without_completed() -> None:
         with pytest.raises(RuntimeError, match=r"response\.completed"):
             await stream.get_final_response()
     assert kinds[-1] == "error"
+
+
+PNG = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 24).decode()
+
+
+def image_output(*parts: Any) -> list[Any]:
+    """A conversation whose function call output is the list `parts`."""
+    return [
+        USER,
+        call("call_A"),
+        {"type": "function_call_output", "call_id": "call_A", "output": list(parts)},
+    ]
+
+
+TEXT_PART: Any = {"type": "input_text", "text": "a dot"}
+
+
+def image_part(url: str) -> Any:
+    return {"type": "input_image", "image_url": url}
+
+
+async def test_a_function_call_output_with_text_and_images_is_accepted() -> None:
+    items = image_output(TEXT_PART, image_part(f"data:image/png;base64,{PNG}"))
+    async with (
+        open_fake_model_server(one_reply(text="never")) as server,
+        openai_client(server) as client,
+    ):
+        response = await client.responses.create(model="m", input=items)
+    assert response.output_text == "done"  # the reply after the call
+    assert server.requests[0].status == 200
+
+
+URL_PARAM = "input[2].output[1].image_url"
+EXPECTED = (
+    f"Invalid '{URL_PARAM}'. Expected a base64-encoded data URL with an image MIME type (e.g. "
+    "'data:image/png;base64,aW1nIGJ5dGVzIGhlcmU='), but got "
+)
+INVALID_IMAGES = [
+    (image_part(PNG), EXPECTED + "a value without the 'data:' prefix."),
+    (
+        image_part(f"data:image/svg+xml;base64,{PNG}"),
+        EXPECTED + "unsupported MIME type 'image/svg+xml'.",
+    ),
+    (image_part("data:image/png;base64,"), EXPECTED + "empty base64-encoded bytes."),
+    (
+        image_part("data:image/png;base64,not base64!"),
+        EXPECTED + "an invalid base64-encoded value.",
+    ),
+    (
+        image_part("data:image/png;base64," + base64.b64encode(b"plain text").decode()),
+        "You uploaded an unsupported image. Please make sure your image has of one the following "
+        "formats: ['png', 'jpeg', 'gif', 'webp'].",
+    ),
+    ({"type": "input_image"}, f"Missing required parameter: '{URL_PARAM}'."),
+    ({"type": "input_audio"}, "Invalid value: 'input_audio'."),
+]
+
+
+@pytest.mark.parametrize(("part", "text"), INVALID_IMAGES)
+async def test_malformed_images_in_function_call_outputs_are_refused(part: Any, text: str) -> None:
+    async with (
+        open_fake_model_server(one_reply(text="never")) as server,
+        openai_client(server) as client,
+    ):
+        with pytest.raises(openai.BadRequestError) as info:
+            await client.responses.create(model="m", input=image_output(TEXT_PART, part))
+    assert server.requests[0].error == text
+    assert info.value.status_code == 400
+
+
+async def test_an_image_counts_a_fixed_number_of_input_tokens_whatever_its_size() -> None:
+    big = base64.b64encode(b"\x89PNG\r\n\x1a\n" + b"\0" * 40_000).decode()
+    conversations = [
+        image_output(TEXT_PART),
+        image_output(TEXT_PART, image_part(f"data:image/png;base64,{PNG}")),
+        image_output(TEXT_PART, image_part(f"data:image/png;base64,{big}")),
+    ]
+    async with (
+        open_fake_model_server(one_reply(text="ok")) as server,
+        openai_client(server) as client,
+    ):
+        counts = []
+        for items in conversations:
+            response = await client.responses.create(model="m", input=items)
+            assert response.usage is not None
+            counts.append(response.usage.input_tokens)
+    assert counts[1] == counts[2]
+    assert IMAGE_TOKENS < counts[1] - counts[0] < IMAGE_TOKENS + 10

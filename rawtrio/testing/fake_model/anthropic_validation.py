@@ -1,7 +1,8 @@
 """Request checks of the Anthropic Messages API, with the service's own error texts.
 
 Checked: required fields, roles, non-empty content, tool names, thinking budget, at most
-four `cache_control` breakpoints,
+four `cache_control` breakpoints, images (in user messages and in `tool_result` content:
+media type, base64 data that decodes to an image of that type),
 `tool_use`/`tool_result` pairing between neighbouring messages (results first in the user
 message), and that thinking blocks come back with the signature the server gave them.
 """
@@ -12,7 +13,13 @@ import re
 from typing import Any
 
 from rawtrio.testing.fake_model import prompt_cache
-from rawtrio.testing.fake_model.wire_common import TOOL_NAME_PATTERN, Rejection, sign
+from rawtrio.testing.fake_model.wire_common import (
+    TOOL_NAME_PATTERN,
+    Rejection,
+    decode_base64,
+    image_type,
+    sign,
+)
 
 MISSING_RESULTS = (
     "messages.{i}: `tool_use` ids were found without `tool_result` blocks immediately after: "
@@ -43,6 +50,13 @@ BLANK_TEXT = "messages: text content blocks must contain non-whitespace text"
 MISPLACED = "messages.{i}.content.{j}.type: `{kind}` blocks are not allowed in `{role}` messages"
 BAD_SIGNATURE = "messages.{i}.content.{j}: Invalid `signature` in `thinking` block"
 BAD_TOOL_NAME = "tools.{k}.custom.name: String should match pattern '{pattern}'"
+IMAGE_TYPES = ("image/jpeg", "image/png", "image/gif", "image/webp")
+BAD_MEDIA_TYPE = (
+    "{where}.image.source.base64.media_type: Input should be 'image/jpeg', 'image/png', "
+    "'image/gif' or 'image/webp'"
+)
+BAD_BASE64 = "{where}.image.source.base64: invalid base64 data"
+WRONG_IMAGE = "{where}.image.source.base64.data: Image does not match the provided media type {t}"
 
 
 def validate(body: dict[str, Any]) -> None:
@@ -141,8 +155,60 @@ def _check_message(i: int, message: object, *, last: bool) -> None:
                 raise Rejection(
                     f"messages.{i}.content.{j}.tool_use.input: Input should be a valid dictionary"
                 )
-        elif kind == "tool_result" and role != "user":
-            raise Rejection(MISPLACED.format(i=i, j=j, kind=kind, role=role))
+        elif kind in ("tool_result", "image"):
+            if role != "user":
+                raise Rejection(MISPLACED.format(i=i, j=j, kind=kind, role=role))
+            if kind == "image":
+                _check_image(f"messages.{i}.content.{j}", block)
+            else:
+                _check_result_content(f"messages.{i}.content.{j}.tool_result", block)
+
+
+def _check_result_content(where: str, block: dict[str, Any]) -> None:
+    """A `tool_result`'s content: a string, or text and image blocks."""
+    content = block.get("content")
+    if content is None or isinstance(content, str):
+        return
+    if not isinstance(content, list):
+        raise Rejection(f"{where}.content: Input should be a valid string")
+    for k, item in enumerate(content):
+        kind = item.get("type") if isinstance(item, dict) else None
+        if kind == "text":
+            if not isinstance(item.get("text"), str) or not item["text"]:
+                raise Rejection(EMPTY_TEXT)
+        elif kind == "image":
+            _check_image(f"{where}.content.{k}", item)
+        elif kind not in ("document", "search_result"):
+            raise Rejection(
+                f"{where}.content.{k}: Input tag '{kind}' found using 'type' does not match any "
+                "of the expected tags: 'text', 'image', 'search_result', 'document'"
+            )
+
+
+def _check_image(where: str, block: dict[str, Any]) -> None:
+    """An image block: a base64 source must carry an image of its declared media type."""
+    source = block.get("source")
+    if not isinstance(source, dict):
+        raise Rejection(f"{where}.image.source: Field required")
+    kind = source.get("type")
+    if kind in ("url", "file"):
+        return  # the fake fetches nothing
+    if kind != "base64":
+        raise Rejection(
+            f"{where}.image.source: Input tag '{kind}' found using 'type' does not match any "
+            "of the expected tags: 'base64', 'url', 'file'"
+        )
+    media_type = source.get("media_type")
+    if media_type not in IMAGE_TYPES:
+        raise Rejection(BAD_MEDIA_TYPE.format(where=where))
+    data = source.get("data")
+    if not isinstance(data, str):
+        raise Rejection(f"{where}.image.source.base64.data: Field required")
+    raw = decode_base64(data)
+    if not raw:
+        raise Rejection(BAD_BASE64.format(where=where))
+    if image_type(raw) != media_type:
+        raise Rejection(WRONG_IMAGE.format(where=where, t=media_type))
 
 
 def _check_pairing(messages: list[dict[str, Any]], i: int) -> None:

@@ -1,10 +1,13 @@
 """Request checks of OpenAI Chat Completions and Responses, with the services' own texts.
 
-Chat: roles, content where it is required, and that an assistant message with
-`tool_calls` is followed by one `tool` message per call id (and no stray `tool` messages).
+Chat: roles, content where it is required, that an assistant message with `tool_calls` is
+followed by one `tool` message per call id (and no stray `tool` messages), and that only
+user messages carry images.
 Responses: roles, item types, that every `function_call` has a `function_call_output` and
-every output a call, and that reasoning items come back with the encrypted content the
-server gave them (it stores nothing, as with `store: false`).
+every output a call, that reasoning items come back with the encrypted content the server
+gave them (it stores nothing, as with `store: false`), and images (`input_image` data URLs
+in a message's content or a `function_call_output`'s output list: an image MIME type and
+base64 that decodes to an image).
 Both: required `model`, tool name pattern and length.
 """
 
@@ -13,7 +16,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from rawtrio.testing.fake_model.wire_common import Rejection, unseal
+from rawtrio.testing.fake_model.wire_common import (
+    Rejection,
+    decode_base64,
+    image_type,
+    unseal,
+)
 
 MISSING_TOOL_MESSAGES = (
     "An assistant message with 'tool_calls' must be followed by tool messages responding to "
@@ -30,6 +38,20 @@ ITEM_NOT_FOUND = (
     "Item with id '{id}' not found. Items are not persisted when `store` is set to false. Try "
     "again with `store` set to true, or remove this item from your input."
 )
+IMAGE_URL = (
+    "Invalid '{param}'. Expected a base64-encoded data URL with an image MIME type (e.g. "
+    "'data:image/png;base64,aW1nIGJ5dGVzIGhlcmU='), but got {what}."
+)
+# "has of one" is the service's wording.
+UNSUPPORTED_IMAGE = (
+    "You uploaded an unsupported image. Please make sure your image has of one the following "
+    "formats: ['png', 'jpeg', 'gif', 'webp']."
+)
+CHAT_IMAGE_ROLE = (
+    "Invalid 'messages[{i}]'. Image URLs are only allowed for messages with role 'user', but "
+    "this message with role '{role}' contains an image URL."
+)
+IMAGE_TYPES = ("image/png", "image/jpeg", "image/gif", "image/webp")
 CHAT_ROLES = ("system", "assistant", "user", "function", "tool", "developer")
 INPUT_ROLES = ("assistant", "system", "developer", "user")
 _NAME_PATTERN = "^[a-zA-Z0-9_-]+$"
@@ -52,6 +74,8 @@ def validate_chat(body: dict[str, Any]) -> None:
             raise _bad_value(role, CHAT_ROLES, f"messages[{i}].role")
         if role != "tool" and pending:
             _missing_tool_messages(pending, answered)
+        if role != "user" and _has_image_url(message.get("content")):
+            raise Rejection(CHAT_IMAGE_ROLE.format(i=i, role=role), param=f"messages[{i}]")
         if role in ("system", "user", "developer") and message.get("content") is None:
             raise Rejection(
                 f"Missing required parameter: 'messages[{i}].content'.",
@@ -115,6 +139,8 @@ def validate_responses(body: dict[str, Any]) -> None:
                     param=f"input[{i}].content",
                     code="missing_required_parameter",
                 )
+            if isinstance(item["content"], list):
+                _check_content_items(f"input[{i}].content", item["content"])
         elif kind == "function_call":
             call_id = str(item.get("call_id"))
             if call_id not in outputs:
@@ -123,6 +149,7 @@ def validate_responses(body: dict[str, Any]) -> None:
         elif kind == "function_call_output":
             if str(item.get("call_id")) not in calls:
                 raise Rejection(NO_CALL.format(id=item.get("call_id")), param="input")
+            _check_output(f"input[{i}].output", item.get("output"))
         elif kind == "reasoning":
             sealed = item.get("encrypted_content")
             if not isinstance(sealed, str) or unseal(sealed) is None:
@@ -131,6 +158,86 @@ def validate_responses(body: dict[str, Any]) -> None:
             raise Rejection(ITEM_NOT_FOUND.format(id=item.get("id")), param="input")
         else:
             raise Rejection(f"Invalid value: '{kind}'.", param=f"input[{i}].type")
+
+
+def _has_image_url(content: object) -> bool:
+    if not isinstance(content, list):
+        return False
+    return any(isinstance(p, dict) and p.get("type") == "image_url" for p in content)
+
+
+def _check_output(param: str, output: object) -> None:
+    """A function call's output: a string, or a list of input content items."""
+    if isinstance(output, str):
+        return
+    if output is None:
+        raise Rejection(
+            f"Missing required parameter: '{param}'.",
+            param=param,
+            code="missing_required_parameter",
+        )
+    if not isinstance(output, list):
+        raise Rejection(
+            f"Invalid type for '{param}': expected one of a string or array of input content "
+            "items.",
+            param=param,
+            code="invalid_type",
+        )
+    _check_content_items(param, output)
+
+
+def _check_content_items(param: str, items: list[Any]) -> None:
+    for k, part in enumerate(items):
+        where = f"{param}[{k}]"
+        kind = part.get("type") if isinstance(part, dict) else None
+        if kind in ("input_text", "output_text"):
+            if not isinstance(part.get("text"), str):
+                raise Rejection(
+                    f"Missing required parameter: '{where}.text'.",
+                    param=f"{where}.text",
+                    code="missing_required_parameter",
+                )
+        elif kind == "input_image":
+            _check_image(where, part)
+        elif kind not in ("input_file", "refusal"):
+            raise Rejection(
+                f"Invalid value: '{kind}'.", param=f"{where}.type", code="invalid_value"
+            )
+
+
+def _check_image(where: str, part: dict[str, Any]) -> None:
+    """An `input_image`: a file id, a web URL (not fetched), or an image data URL."""
+    url = part.get("image_url")
+    if url is None:
+        if part.get("file_id") is not None:
+            return
+        raise Rejection(
+            f"Missing required parameter: '{where}.image_url'.",
+            param=f"{where}.image_url",
+            code="missing_required_parameter",
+        )
+    param = f"{where}.image_url"
+    if not isinstance(url, str):
+        raise Rejection(f"Invalid type for '{param}': expected a string.", param=param)
+    if url.startswith(("http://", "https://")):
+        return
+    head, sep, data = url.partition(",")
+    if not head.startswith("data:"):
+        what = "a value without the 'data:' prefix"
+        raise Rejection(IMAGE_URL.format(param=param, what=what), param=param, code="invalid_value")
+    mime = head[len("data:") :].removesuffix(";base64")
+    if mime not in IMAGE_TYPES:
+        what = f"unsupported MIME type '{mime}'"
+        raise Rejection(IMAGE_URL.format(param=param, what=what), param=param, code="invalid_value")
+    if not sep or not data:
+        what = "empty base64-encoded bytes"
+        raise Rejection(IMAGE_URL.format(param=param, what=what), param=param, code="invalid_value")
+    raw = decode_base64(data) if head.endswith(";base64") else None
+    if raw is None:
+        what = "an invalid base64-encoded value"
+        raise Rejection(IMAGE_URL.format(param=param, what=what), param=param, code="invalid_value")
+    if image_type(raw) is None:
+        raise Rejection(UNSUPPORTED_IMAGE, param=None, code="invalid_image_format")
 
 
 def _require(body: dict[str, Any], key: str) -> None:

@@ -1,7 +1,8 @@
 """Prompt-size counting and Anthropic prompt caching, as the services report them.
 
 Input tokens count the whole prompt the way the services do: the system prompt, the tool
-definitions and the messages (4 characters a token, per block, like `estimate_tokens`).
+definitions and the messages (4 characters a token, per block, like `estimate_tokens`; an
+image counts `IMAGE_TOKENS`).
 
 Anthropic caching (`PromptCache`): the prompt is a sequence of blocks in the order the
 service caches them — tools, system, then each message's content blocks. A breakpoint is a
@@ -86,7 +87,7 @@ class PromptCache:
             text = json.dumps(plain, sort_keys=True, separators=(",", ":"))
             h.update(text.encode())
             digests.append(h.copy().hexdigest())
-            sizes.append(estimate_tokens(text))
+            sizes.append(estimate_tokens(plain, compact=True))
         total = sum(sizes)
         breakpoints = [i for i, b in enumerate(blocks) if b.get("cache_control")]
         if body.get("cache_control") and blocks:
@@ -116,7 +117,7 @@ class PromptCache:
         for item in openai_items(body):
             text = json.dumps(item, sort_keys=True, separators=(",", ":"))
             h.update(text.encode())
-            size += estimate_tokens(text)
+            size += estimate_tokens(item, compact=True)
             digest = h.copy().hexdigest()
             digests.append((digest, size))
             if digest in self._prefixes:

@@ -115,10 +115,59 @@ def unseal(content: str) -> str | None:
     return text if hmac.compare_digest(mac, sign(text)) else None
 
 
-def estimate_tokens(value: object) -> int:
-    """A rough token count (4 characters a token): enough for usage figures in tests."""
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    return max(1, len(text) // 4)
+def estimate_tokens(value: object, *, compact: bool = False) -> int:
+    """A rough token count (4 characters a token): enough for usage figures in tests.
+
+    A JSON value is counted as its JSON text (`compact`: sorted keys, no spaces), except
+    that each image in it (an Anthropic `image` block, a Responses `input_image`, a Chat
+    `image_url` part) counts `IMAGE_TOKENS`, whatever its size, as the services count an
+    image by its pixels, not by the length of its base64."""
+    if isinstance(value, str) and not compact:
+        return max(1, len(value) // 4)
+    images = [0]
+    plain = _without_images(value, images)
+    if compact:
+        text = json.dumps(plain, sort_keys=True, separators=(",", ":"), default=str)
+    else:
+        text = json.dumps(plain, default=str)
+    return max(1, len(text) // 4) + images[0] * IMAGE_TOKENS
+
+
+#: What one image counts in a prompt (about a 1000×1000 image on Anthropic's scale).
+IMAGE_TOKENS = 1600
+_IMAGE_TYPES = ("image", "input_image", "image_url")
+
+
+def _without_images(value: object, count: list[int]) -> object:
+    if isinstance(value, dict):
+        if value.get("type") in _IMAGE_TYPES:
+            count[0] += 1
+            return {"type": value["type"]}
+        return {k: _without_images(v, count) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_without_images(v, count) for v in value]
+    return value
+
+
+def image_type(raw: bytes) -> str | None:
+    """The media type of image bytes, from their signature, as the services check it."""
+    if raw.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if raw.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if raw[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    if raw[:4] == b"RIFF" and raw[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
+def decode_base64(data: str) -> bytes | None:
+    """Strict base64 (no line breaks), or None where a service would call it invalid."""
+    try:
+        return base64.b64decode(data, validate=True)
+    except ValueError:  # binascii.Error is a ValueError
+        return None
 
 
 def output_tokens(reply: Reply) -> int:
