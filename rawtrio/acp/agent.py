@@ -410,6 +410,24 @@ class AcpConnection:
         except RawtrioError as exc:
             raise RpcError(INTERNAL_ERROR, f"could not switch to {name}: {exc}") from None
 
+    async def compact(self, peer: Peer, params: Mapping[str, Any], ready: Ready) -> Any:
+        """`_rawtrio/compact` (an extension method): compact the model context now, like
+        the `/compact [focus]` command; `session/cancel` cancels it (nothing changes)."""
+        sid = p.required_string(params, "sessionId")
+        focus = p.string(params, "focus", required=False)
+        live = self.agent.get(sid)
+        ready()
+        try:
+            ended = await live.session.compact(focus)
+        except RawtrioError as exc:
+            raise RpcError(INTERNAL_ERROR, f"could not compact: {exc}") from None
+        return {
+            "outcome": ended.outcome,
+            "tokensBefore": ended.tokens_before,
+            "tokensAfter": ended.tokens_after,
+            "reason": ended.reason,
+        }
+
     async def prompt(self, peer: Peer, params: Mapping[str, Any], ready: Ready) -> Any:
         sid = p.required_string(params, "sessionId")
         text = p.prompt_text(params)
@@ -524,6 +542,7 @@ _METHODS: Final[dict[str, _Method]] = {
     "session/set_mode": AcpConnection.set_mode,
     "session/set_config_option": AcpConnection.set_config_option,
     "session/set_model": AcpConnection.set_model,
+    "_rawtrio/compact": AcpConnection.compact,
 }
 
 

@@ -27,6 +27,9 @@ CHARS_PER_TOKEN = 3.2
 #: Role markers and block framing a provider adds around each message or tool.
 MESSAGE_OVERHEAD = 6
 TOOL_OVERHEAD = 12
+#: An image in a tool result, whatever its size: Anthropic charges about
+#: width × height / 750 tokens (at most ~1,600 for the sizes it keeps), OpenAI less.
+IMAGE_TOKENS = 1600
 
 
 def text_tokens(text: str) -> int:
@@ -45,7 +48,8 @@ def message_tokens(msg: Message) -> int:
                 n += len(json.dumps(thaw(p.data)))
         return int(n / CHARS_PER_TOKEN) + MESSAGE_OVERHEAD
     if isinstance(msg, ToolResult):
-        return text_tokens(msg.content) + len(msg.call_id) // 3 + MESSAGE_OVERHEAD
+        images = IMAGE_TOKENS * len(msg.images)
+        return text_tokens(msg.content) + len(msg.call_id) // 3 + images + MESSAGE_OVERHEAD
     return text_tokens(msg.text) + MESSAGE_OVERHEAD
 
 

@@ -4,7 +4,7 @@
 - `connection.py` — one server: start, restart with backoff, stop;
 - `stdio.py` — the bounded stdio transport (process group, capped log);
 - `catalog.py` — tool selection, ids and the cached tool lists;
-- `results.py` — `CallToolResult` → the text result the model reads;
+- `results.py` — `CallToolResult` → the text the model reads, plus its images;
 - `importer.py` — Claude Desktop / Code `mcpServers` JSON and ACP `mcpServers` → config.
 
 See docs/mcp.md.

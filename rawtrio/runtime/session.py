@@ -725,14 +725,8 @@ class Session:
 
 
 def _as_error(r: ToolResult, reason: str) -> ToolResult:
-    return ToolResult(
-        r.call_id,
-        r.name,
-        ToolStatus.ERROR,
-        f"the turn ended with an error ({reason}); {r.content}",
-        started=r.started,
-        details=r.details,
-    )
+    content = f"the turn ended with an error ({reason}); {r.content}"
+    return dataclasses.replace(r, status=ToolStatus.ERROR, content=content)
 
 
 def _interruption_note(outcome: TurnOutcome, reason: str, cut: list[str]) -> str:

@@ -257,3 +257,16 @@ def test_the_compact_command_compacts(client: RawClient, iso: Isolation) -> None
         prompt = [{"type": "text", "text": text}]
         done = client.call("session/prompt", {"sessionId": sid, "prompt": prompt})
         assert done["result"] == {"stopReason": "end_turn"}, done
+
+
+def test_the_compact_extension_method_answers_with_the_compaction_outcome(
+    client: RawClient, iso: Isolation
+) -> None:
+    sid = client.call("session/new", {"cwd": str(iso.cwd), "mcpServers": []})["result"]["sessionId"]
+    done = client.call("_rawtrio/compact", {"sessionId": sid, "focus": "the tests"})
+    # A session with nothing older than its last turns: nothing to summarize, unchanged.
+    assert done["result"]["outcome"] == "unchanged", done
+    assert done["result"]["tokensAfter"] == done["result"]["tokensBefore"]
+    bad = client.call("_rawtrio/compact", {"sessionId": sid, "focus": 3})
+    assert bad["error"]["code"] == -32602
+    assert "focus must be a string" in bad["error"]["message"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import random
 
 import pytest
@@ -13,6 +14,7 @@ from rawtrio.context.models import limits_for
 from rawtrio.contracts import ToolStatus
 from rawtrio.messages import (
     AssistantMessage,
+    ImagePart,
     Message,
     TextPart,
     ToolCall,
@@ -163,3 +165,10 @@ def test_limits_and_prices() -> None:
     assert totals.cost_usd == pytest.approx(5.6)
     assert totals.context_tokens == 1
     assert UsageTotals().add(usage, None).cost_usd is None
+
+
+def test_an_image_in_a_tool_result_counts_in_the_estimate() -> None:
+    plain = ToolResult("c1", "mcp__s__picture", ToolStatus.OK, "[image 1: image/png, 67 bytes]")
+    with_image = dataclasses.replace(plain, images=(ImagePart("image/png", "iVBORw0KGgo="),))
+    extra = estimate.message_tokens(with_image) - estimate.message_tokens(plain)
+    assert extra == estimate.IMAGE_TOKENS
