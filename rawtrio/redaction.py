@@ -35,6 +35,8 @@ from rawtrio.messages import ImagePart
 MIN_SECRET_CHARS: Final = 6
 REDACTED: Final = "[redacted]"
 T = TypeVar("T")
+#: The field names `Redactor.scrub` walks, per dataclass type (dataclasses.fields is slow).
+_FIELDS: dict[type, tuple[str, ...]] = {}
 
 
 class Redactor:
@@ -85,10 +87,18 @@ class Redactor:
         return self._scrub(value)  # type: ignore[no-any-return]
 
     def _scrub(self, value: Any) -> Any:
-        if isinstance(value, enum.Enum | bool | int | float) or value is None:
+        # Called for every event (each streamed delta): the common cases come first and a
+        # string without a secret is returned as itself.
+        kind = type(value)
+        if kind is str:
+            assert self._regex is not None
+            return value if self._regex.search(value) is None else self.redact(value)
+        if value is None or isinstance(value, enum.Enum | bool | int | float):
             return value
-        if isinstance(value, str):
+        if isinstance(value, str):  # a str subclass that is not an enum
             return self.redact(value)
+        if kind in _FIELDS or (dataclasses.is_dataclass(value) and not isinstance(value, type)):
+            return self._scrub_fields(value)
         if isinstance(value, tuple):
             items = tuple(self._scrub(v) for v in value)
             return value if all(a is b for a, b in zip(items, value, strict=True)) else items
@@ -96,22 +106,24 @@ class Redactor:
             pairs = {self.redact(str(k)): self._scrub(v) for k, v in value.items()}
             same = len(pairs) == len(value) and all(pairs.get(k) is v for k, v in value.items())
             return value if same else MappingProxyType(pairs)
-        if dataclasses.is_dataclass(value) and not isinstance(value, type):
-            return self._scrub_fields(value)
         return value
 
     def _scrub_fields(self, value: Any) -> Any:
-        changes = {}
-        for f in dataclasses.fields(value):
-            if isinstance(value, ImagePart) and f.name == "data":
+        kind = type(value)
+        names = _FIELDS.get(kind)
+        if names is None:
+            names = _FIELDS[kind] = tuple(f.name for f in dataclasses.fields(value))
+            if kind is ImagePart:
                 # Base64 of an image: a secret cannot appear in it in a form a pattern would
                 # recognise, and a chance match would corrupt the image (and megabytes of
                 # base64 would be scanned for nothing).
-                continue
-            old = getattr(value, f.name)
+                names = _FIELDS[kind] = tuple(n for n in names if n != "data")
+        changes = {}
+        for name in names:
+            old = getattr(value, name)
             new = self._scrub(old)
             if new is not old:
-                changes[f.name] = new
+                changes[name] = new
         if not changes:
             return value
         if "text" in changes and getattr(value, "signature", None) is not None:
