@@ -145,6 +145,20 @@ class ImagePart:
     data: str  # base64, no line breaks
 
 
+def image_type(raw: bytes) -> str | None:
+    """The media type of image bytes the model APIs take, from their signature (the
+    services check the bytes against the declared type)."""
+    if raw.startswith(b"\x89PNG\r\n\x1a\n"):
+        return "image/png"
+    if raw.startswith(b"\xff\xd8\xff"):
+        return "image/jpeg"
+    if raw[:6] in (b"GIF87a", b"GIF89a"):
+        return "image/gif"
+    if raw[:4] == b"RIFF" and raw[8:12] == b"WEBP":
+        return "image/webp"
+    return None
+
+
 @dataclass(frozen=True, slots=True)
 class ToolResult:
     """The one result of one tool call.

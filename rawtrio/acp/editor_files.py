@@ -24,8 +24,8 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
-from rawtrio.acp.editor_terminal import EditorTerminal
-from rawtrio.acp.jsonrpc import ConnectionLost, Peer, RpcError
+from rawtrio.acp.editor_terminal import EditorTerminal, ask_editor
+from rawtrio.acp.jsonrpc import Peer
 from rawtrio.runtime.runtime import default_registry
 from rawtrio.runtime.session import SessionOptions
 from rawtrio.tools.backend import LOCAL, Backend, FileInfo, LineWindow, fill_window
@@ -51,12 +51,7 @@ class EditorFiles:
         self.write = write
 
     async def _call(self, method: str, params: dict[str, Any]) -> Any:
-        try:
-            return await self.peer.request(method, {"sessionId": self.session_id, **params})
-        except RpcError as exc:
-            raise OSError(f"the editor refused {method}: {exc.message}") from None
-        except ConnectionLost as exc:
-            raise OSError(f"the editor connection closed during {method}: {exc}") from None
+        return await ask_editor(self.peer, self.session_id, method, params)
 
     async def stat(self, path: Path) -> FileInfo:
         return await LOCAL.fs.stat(path)

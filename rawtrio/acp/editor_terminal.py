@@ -36,6 +36,17 @@ POLL_S: Final = 0.2
 CALL_ENV_VAR: Final = "RAWTRIO_CALL"
 
 
+async def ask_editor(peer: Peer, session_id: str, method: str, params: dict[str, Any]) -> Any:
+    """A client method for `session_id`; refusals and a lost connection are `OSError`s,
+    which the tools report like any failed file or process operation."""
+    try:
+        return await peer.request(method, {"sessionId": session_id, **params})
+    except RpcError as exc:
+        raise OSError(f"the editor refused {method}: {exc.message}") from None
+    except ConnectionLost as exc:
+        raise OSError(f"the editor connection closed during {method}: {exc}") from None
+
+
 class EditorTerminal:
     def __init__(
         self, peer: Peer, session_id: str, on_terminal: Callable[[str], None] | None = None
@@ -45,12 +56,7 @@ class EditorTerminal:
         self._on_terminal = on_terminal
 
     async def _call(self, method: str, params: dict[str, Any]) -> Any:
-        try:
-            return await self.peer.request(method, {"sessionId": self.session_id, **params})
-        except RpcError as exc:
-            raise OSError(f"the editor refused {method}: {exc.message}") from None
-        except ConnectionLost as exc:
-            raise OSError(f"the editor connection closed during {method}: {exc}") from None
+        return await ask_editor(self.peer, self.session_id, method, params)
 
     async def run(
         self,

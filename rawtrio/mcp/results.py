@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from rawtrio.contracts import ToolStatus
 from rawtrio.frozen import freeze
-from rawtrio.messages import ImagePart
+from rawtrio.messages import ImagePart, image_type
 from rawtrio.tools.base import ToolOutput
 from rawtrio.tools.bounded_output import BoundedOutput
 
@@ -63,19 +63,6 @@ class _Images:
         self.parts.append(part)
         self.total += len(raw)
         return part, len(raw), ""
-
-
-def image_type(raw: bytes) -> str | None:
-    """The media type of image bytes the model APIs take, from their signature."""
-    if raw.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "image/png"
-    if raw.startswith(b"\xff\xd8\xff"):
-        return "image/jpeg"
-    if raw[:6] in (b"GIF87a", b"GIF89a"):
-        return "image/gif"
-    if raw[:4] == b"RIFF" and raw[8:12] == b"WEBP":
-        return "image/webp"
-    return None
 
 
 def to_output(

@@ -12,12 +12,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from rawtrio.messages import image_type
 from rawtrio.testing.fake_model import prompt_cache
 from rawtrio.testing.fake_model.wire_common import (
     TOOL_NAME_PATTERN,
     Rejection,
     decode_base64,
-    image_type,
     sign,
 )
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from rawtrio.messages import image_type
 from rawtrio.testing.fake_model.wire_common import (
     Rejection,
     decode_base64,
-    image_type,
     unseal,
 )
 

@@ -149,19 +149,6 @@ def _without_images(value: object, count: list[int]) -> object:
     return value
 
 
-def image_type(raw: bytes) -> str | None:
-    """The media type of image bytes, from their signature, as the services check it."""
-    if raw.startswith(b"\x89PNG\r\n\x1a\n"):
-        return "image/png"
-    if raw.startswith(b"\xff\xd8\xff"):
-        return "image/jpeg"
-    if raw[:6] in (b"GIF87a", b"GIF89a"):
-        return "image/gif"
-    if raw[:4] == b"RIFF" and raw[8:12] == b"WEBP":
-        return "image/webp"
-    return None
-
-
 def decode_base64(data: str) -> bytes | None:
     """Strict base64 (no line breaks), or None where a service would call it invalid."""
     try:
