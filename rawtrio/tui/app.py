@@ -14,6 +14,10 @@ Keys (`on_key`, called before any widget sees the key):
 - Enter sends; while a turn runs the prompt is queued and sent when it ends (Up on an empty
   prompt takes the last queued prompt back for editing). After a cancel the queued prompts
   are not sent: they come back into the input box, since the user just said "stop".
+- Alt-Up / Alt-Down (or Ctrl-Up / Ctrl-Down) select a tool call in the transcript (the last
+  one first); while one is selected Enter shows / hides its details only, PgUp/PgDn and
+  Ctrl-O work as usual, and Esc or any other key (typing) deselects it and goes back to the
+  prompt — that key then does what it always does (Esc during a turn still cancels it).
 """
 
 from __future__ import annotations
@@ -95,7 +99,12 @@ PALETTE = [
     ("perm option", "", ""),
     ("perm selected", "black", "light cyan"),
     ("perm key", "light cyan", ""),
+    ("tool selected", "black", "light cyan"),
 ]
+#: Keys that move the tool-call selection (-1: towards the top).
+SELECT_KEYS = {"meta up": -1, "ctrl up": -1, "meta down": 1, "ctrl down": 1}
+#: Keys that leave a tool-call selection in place (and do what they always do).
+KEEP_SELECTION = {"page up", "page down", "ctrl o", "window resize"}
 
 
 @dataclass
@@ -415,6 +424,7 @@ class ChatApp:
             self.prompt.handle(key)  # back from the message box to the options
             return
         if key == "esc":
+            self.transcript.deselect()
             if self.busy:
                 self.cancel_turn("cancelled by the user (Esc)")
             else:
@@ -422,6 +432,15 @@ class ChatApp:
             return
         if self.prompt is not None and self.prompt.handle(key):
             return
+        if key in SELECT_KEYS:
+            self.transcript.select_tool(SELECT_KEYS[key])
+            return
+        if self.transcript.selected is not None:
+            if key == "enter":
+                self.transcript.toggle_selected()
+                return
+            if key not in KEEP_SELECTION:
+                self.transcript.deselect()  # typing goes back to the prompt
         if key == "ctrl d":
             if not self.edit.edit_text:
                 self.request_exit()

@@ -8,7 +8,9 @@ a tool's elapsed time) is rendered again only while it is on screen.
 
 Tool calls are one line each — tool, key argument, spinner and elapsed time while it runs —
 that settles to its outcome. Ctrl-O shows the details of every tool call and thinking block
-(input, output, diff).
+(input, output, diff). One call can be selected (`Transcript.select_tool`, Alt-Up/Alt-Down in
+the app) — its line is highlighted — and its details shown or hidden on their own
+(`Transcript.toggle_selected`); Ctrl-O then applies to every call again.
 """
 
 from __future__ import annotations
@@ -229,6 +231,10 @@ class ToolBlock(Block):
         self.call_id = call_id
         self.name = name
         self.details = details
+        #: This call's own choice (Enter on the selected call); None: follow Ctrl-O.
+        self.expanded: bool | None = None
+        #: The call is selected (its line highlighted).
+        self.selected = False
         self.arguments: Mapping[str, Any] = {}
         self.started_at: float | None = None
         self.ended_at: float | None = None
@@ -243,6 +249,10 @@ class ToolBlock(Block):
     @property
     def running(self) -> bool:
         return self.status is None
+
+    @property
+    def shows_details(self) -> bool:
+        return self.details.on if self.expanded is None else self.expanded
 
     def elapsed(self, now: float | None = None) -> float | None:
         if self.started_at is None:
@@ -281,7 +291,10 @@ class ToolBlock(Block):
                 (attr, label),
                 took,
             ]
-        if not self.details.on:
+        if self.selected:
+            text = "".join(m if isinstance(m, str) else m[1] for m in head)
+            head = [("tool selected", "▸ " + text)]
+        if not self.shows_details:
             last = self.output.rstrip().rsplit("\n", 1)[-1] if self.running else ""
             return [*head, "\n", ("dim", "  " + _one_line(last, 100))] if last.strip() else head
         body: list[markdown.Markup] = ["\n", ("dim", "  input: ")]
@@ -306,6 +319,9 @@ class Transcript:
         self._assistant: dict[tuple[str | None, int], AssistantBlock] = {}
         self._thinking: dict[tuple[str | None, int], ThinkingBlock] = {}
         self.tools: dict[str, ToolBlock] = {}
+        #: The selected tool call (None: the prompt has the keys).
+        self.selected: ToolBlock | None = None
+        self._follow_before_select = True
 
     # --- building --------------------------------------------------------------------
 
@@ -324,6 +340,7 @@ class Transcript:
         self.add(TextBlock([(attr, text)]))
 
     def clear(self) -> None:
+        self.selected = None
         self.walker.clear()
         self._assistant.clear()
         self._thinking.clear()
@@ -333,10 +350,68 @@ class Transcript:
         return [t for t in self.tools.values() if t.running]
 
     def toggle_details(self) -> None:
+        """Show or hide the details of every tool call (and thinking block)."""
         self.details.on = not self.details.on
+        for tool in self.tools.values():
+            tool.expanded = None
         for w in self.walker:
             if isinstance(w, ToolBlock | ThinkingBlock):
                 w.changed()
+
+    # --- selecting one tool call -------------------------------------------------------
+
+    def select_tool(self, direction: int) -> ToolBlock | None:
+        """Select the tool call before (-1) or after (+1) the selected one; with none
+        selected, the last one. Stays on the first/last call at either end."""
+        tools = list(self.tools.values())
+        if not tools:
+            return None
+        current = self.selected
+        if current is None or current not in tools:
+            target = tools[-1]
+            self._follow_before_select = self.follow
+        else:
+            n = tools.index(current) + direction
+            target = tools[max(0, min(len(tools) - 1, n))]
+        self._select(target)
+        return target
+
+    def _select(self, block: ToolBlock | None) -> None:
+        if self.selected is not None and self.selected is not block:
+            self.selected.selected = False
+            self.selected.changed()
+        self.selected = block
+        if block is not None:
+            block.selected = True
+            block.changed()
+            self._show(block)
+
+    def _show(self, block: ToolBlock) -> None:
+        """Scroll so that `block` is on screen, and stop following the end."""
+        self.follow = False
+        try:
+            index = self.walker.index(block)
+        except ValueError:
+            return
+        self.listbox.set_focus(index)
+
+    def toggle_selected(self) -> bool:
+        """Show or hide the details of the selected call only; False with none selected."""
+        block = self.selected
+        if block is None:
+            return False
+        block.expanded = not block.shows_details
+        block.changed()
+        self._show(block)
+        return True
+
+    def deselect(self) -> None:
+        """Nothing selected any more; the view follows the end again if it did before."""
+        if self.selected is None:
+            return
+        self._select(None)
+        if self._follow_before_select:
+            self.scroll_to_end()
 
     def _tool(self, call_id: str, name: str) -> ToolBlock:
         block = self.tools.get(call_id)
@@ -385,6 +460,8 @@ class Transcript:
                 self._text_block(e.turn_id, e.step).finish(e.partial_text, cut=e.reason)
             for block in self.running_tools():  # announced, never committed: they never ran
                 if block.started_at is None:
+                    if block is self.selected:
+                        self.selected = None
                     self.walker.remove(block)
                     del self.tools[block.call_id]
         elif isinstance(e, ev.ToolCallStarted):

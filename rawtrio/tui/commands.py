@@ -58,7 +58,8 @@ async def _help(app: ChatApp, arg: str) -> None:
     lines += [
         "  keys: Enter send · Alt-Enter/Ctrl-J newline · Tab complete (/cmd, @path) ·",
         "        Esc or Ctrl-C cancel a turn · Ctrl-C twice or Ctrl-D leave ·",
-        "        Ctrl-O tool details · PgUp/PgDn scroll · Up/Down history",
+        "        Ctrl-O tool details · PgUp/PgDn scroll · Up/Down history ·",
+        "        Alt-Up/Alt-Down select a tool call, Enter shows its details, Esc back",
     ]
     app.transcript.note("\n".join(lines), "notice")
 

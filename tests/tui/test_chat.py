@@ -238,3 +238,36 @@ def test_a_failure_at_start_restores_the_terminal_and_keeps_the_traceback_off_sc
             assert "Traceback" in pane.log()
     finally:
         pane.close()
+
+
+def test_one_tool_call_selected_with_alt_up_and_expanded_with_enter(
+    iso: Isolation, chat_model: FakeModel
+) -> None:
+    pane = Pane.start(iso, *chat_args(chat_model), env=KEYS)
+    try:
+        pane.wait_for("ready │")
+        pane.type("use a tool")
+        pane.keys("Enter")
+        pane.wait_for("The tool said tool-output.")
+        pane.wait_for("ready │")
+        assert "input: " not in pane.screen()
+
+        def output_line(screen: str) -> bool:
+            return any(line.strip() == "tool-output" for line in screen.splitlines())
+
+        pane.keys("M-Up")  # select the call: its line is highlighted
+        pane.wait_for("▸ ✓ bash echo tool-output", "the selected tool line")
+        pane.keys("Enter")  # its details: input and output
+        screen = pane.wait_for('input: {"command": "echo tool-output"}')
+        assert output_line(screen), screen
+        pane.keys("Enter")  # and shut again
+        screen = pane.wait_for(lambda s: "input: " not in s, "the details are hidden")
+        assert not output_line(screen), screen
+        pane.type("x")  # typing deselects and goes to the prompt
+        screen = pane.wait_for(lambda s: "▸" not in s and "› x" in s, "back at the prompt")
+        assert "✓ bash echo tool-output" in screen
+        pane.keys("C-u")
+        pane.keys("C-d")
+        assert pane.wait_ended() == 0
+    finally:
+        pane.close()

@@ -170,3 +170,119 @@ def test_history_is_kept_across_sessions(tmp_path: Path) -> None:
     assert edit.edit_text == "three"
     edit.keypress((40,), "up")
     assert edit.edit_text == "one\ntwo"
+
+
+def two_tool_calls() -> list[ev.Event]:
+    events: list[ev.Event] = [
+        ev.UserMessageCommitted(session_id=S, seq=1, turn_id="t", text="look twice")
+    ]
+    for n, command in ((1, "echo first"), (2, "echo second")):
+        args = freeze({"command": command})
+        events += [
+            ev.ToolCallStarted(
+                session_id=S,
+                seq=10 * n,
+                turn_id="t",
+                call_id=f"c{n}",
+                name="bash",
+                tool_id="bash",
+                arguments=args,
+                ts=100.0,
+            ),
+            ev.ToolCallFinished(
+                session_id=S,
+                seq=10 * n + 1,
+                turn_id="t",
+                call_id=f"c{n}",
+                name="bash",
+                status=ToolStatus.OK,
+                content=f"output of call {n}",
+                started=True,
+                ts=100.5,
+            ),
+        ]
+    return events
+
+
+def test_one_tool_call_is_selected_and_its_details_toggled_alone() -> None:
+    transcript = Transcript()
+    for e in two_tool_calls():
+        transcript.apply(e)
+    assert "▸" not in screen_text(transcript)
+    transcript.select_tool(-1)  # nothing selected: the last call
+    transcript.select_tool(-1)  # the one before it
+    transcript.select_tool(-1)  # stays on the first
+    lines = screen_text(transcript).splitlines()
+    assert "▸ ✓ bash echo first  ok  0.5s" in lines
+    assert "✓ bash echo second  ok  0.5s" in lines
+    assert transcript.toggle_selected()
+    text = screen_text(transcript)
+    assert 'input: {"command": "echo first"}' in text
+    assert "  output of call 1" in text.splitlines()
+    assert 'echo second"' not in text
+    assert "output of call 2" not in text
+    transcript.select_tool(1)
+    transcript.toggle_selected()
+    text = screen_text(transcript)
+    assert "output of call 1" in text
+    assert "output of call 2" in text
+    transcript.toggle_selected()  # collapse the second again
+    assert "output of call 2" not in screen_text(transcript)
+    transcript.deselect()
+    text = screen_text(transcript)
+    assert "▸" not in text
+    assert "output of call 1" in text  # deselecting keeps what was expanded
+    transcript.toggle_details()  # Ctrl-O: all of them, the single choices forgotten
+    text = screen_text(transcript)
+    assert "output of call 1" in text
+    assert "output of call 2" in text
+    transcript.toggle_details()
+    assert "output of call" not in screen_text(transcript)
+
+
+def test_selecting_in_a_long_history_renders_only_the_visible_rows() -> None:
+    transcript = Transcript()
+    for e in two_tool_calls():
+        transcript.apply(e)
+    for n in range(5_000):
+        transcript.apply(ev.UserMessageCommitted(session_id=S, seq=100 + n, text=f"message {n}"))
+    rendered: list[int] = []
+    for n, block in enumerate(transcript.walker):
+        original = block.markup
+
+        def counted(original=original, n=n):  # type: ignore[no-untyped-def]
+            rendered.append(n)
+            return original()
+
+        block.markup = counted
+        block.changed()
+    transcript.select_tool(-1)
+    transcript.toggle_selected()
+    text = screen_text(transcript, rows=20)
+    assert "output of call 2" in text  # scrolled to the selected call
+    assert len(rendered) < 100
+    transcript.deselect()  # back to following the end
+    assert screen_text(transcript, rows=20).splitlines()[-1] == "› message 4999"
+
+
+async def test_keys_select_toggle_and_typing_returns_to_the_prompt() -> None:
+    async with trio.open_nursery() as nursery:
+        app = ChatApp(ChatSetup(runtime=None, options=None, agent="-", history_path=None), nursery)
+        for e in two_tool_calls():
+            app.transcript.apply(e)
+        app.on_keys(["meta up", "enter"], [])
+        assert app.transcript.selected is app.transcript.tools["c2"]
+        assert app.transcript.tools["c2"].shows_details
+        assert app.edit.edit_text == ""  # Enter did not go to the prompt
+        app.on_keys(["ctrl up", "ctrl down", "ctrl down", "enter"], [])
+        assert not app.transcript.tools["c2"].shows_details
+        app.on_keys(["h", "i"], [])  # typing: deselects and types
+        assert app.transcript.selected is None
+        assert app.edit.edit_text == "hi"
+        app.on_keys(["meta down", "esc"], [])
+        assert app.transcript.selected is None
+        assert app.edit.edit_text == "hi"
+        app.on_keys(["meta up", "ctrl o"], [])  # Ctrl-O: still every call
+        assert app.transcript.selected is not None
+        assert all(t.shows_details for t in app.transcript.tools.values())
+        nursery.cancel_scope.cancel()
