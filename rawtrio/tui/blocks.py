@@ -15,6 +15,7 @@ the app) — its line is highlighted — and its details shown or hidden on thei
 
 from __future__ import annotations
 
+import abc
 import json
 import time
 from collections.abc import Mapping
@@ -92,8 +93,9 @@ class Block(urwid.WidgetWrap[urwid.Text]):
         self._dirty = True
         self._invalidate()
 
+    @abc.abstractmethod
     def markup(self) -> list[markdown.Markup]:
-        raise NotImplementedError
+        """What the block shows now; every block class says (computed when drawn)."""
 
     def render(
         self, size: tuple[()] | tuple[int] | tuple[int, int], focus: bool = False
