@@ -15,6 +15,7 @@ from rawtrio.config.loader import (
     LoadedConfig,
     find_project_config,
     load_config,
+    project_root,
     user_config_path,
 )
 from rawtrio.config.resolve import (
@@ -25,6 +26,7 @@ from rawtrio.config.resolve import (
     resolve_session_config,
     select_tools,
 )
+from rawtrio.config.safe_read import UnsafeFileError, read_bounded, read_head
 from rawtrio.config.schema import RawtrioConfig
 from rawtrio.config.starter import STARTER, write_starter
 from rawtrio.config.trust import ProjectTrust, TrustStore
@@ -46,6 +48,7 @@ __all__ = [
     "ResolvedAgent",
     "ResolvedModel",
     "TrustStore",
+    "UnsafeFileError",
     "VariableError",
     "VariableResolver",
     "config_json_schema",
@@ -53,6 +56,9 @@ __all__ = [
     "find_agents_files",
     "find_project_config",
     "load_config",
+    "project_root",
+    "read_bounded",
+    "read_head",
     "render_json_schema",
     "resolve_agent",
     "resolve_session_config",

@@ -21,6 +21,9 @@ whole can tell (a required key no file set, cross-references between files).
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
 import tomllib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -39,12 +42,16 @@ from rawtrio.config.errors import (
     key_path,
     problem,
 )
+from rawtrio.config.safe_read import MAX_CONFIG_BYTES, UnsafeFileError, read_bounded
 from rawtrio.config.schema import AgentConfig, RawtrioConfig, ValueRef
-from rawtrio.config.trust import ProjectTrust, TrustStore, file_digest
+from rawtrio.config.trust import ProjectTrust, TrustStore
 
 CONFIG_ENV: Final = "RAWTRIO_CONFIG"
 PROJECT_FILE: Final = Path(".rawtrio") / "config.toml"
 BUILTIN_AGENT: Final = "default"
+#: Tables and arrays nested deeper than this are refused (a real config nests about 5 deep;
+#: thousands of levels would exhaust the recursion limit of the parser and the validator).
+MAX_NESTING: Final = 64
 #: Problems that another file may fix, so they are only reported for the merged result.
 _WHOLE_ONLY: Final = frozenset({"missing", "value_error"})
 
@@ -56,6 +63,8 @@ class ConfigLayer:
     kind: Literal["user", "project"]
     path: Path
     data: Mapping[str, Any]
+    #: sha256 of the bytes parsed (what project trust is granted for).
+    sha256: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +103,14 @@ def repo_root(cwd: Path) -> Path | None:
     return None
 
 
+def project_root(folder: Path) -> Path:
+    """The project a folder belongs to: its repository root, else the folder itself.
+    Files the project provides (AGENTS.md, its config, prompt files, skills) are read only
+    from inside it."""
+    folder = folder.resolve()
+    return repo_root(folder) or folder
+
+
 def folders_up_to_root(cwd: Path) -> list[Path]:
     """`cwd` and its parents up to the repository root; just `cwd` outside a repository."""
     cwd = cwd.resolve()
@@ -109,21 +126,52 @@ def folders_up_to_root(cwd: Path) -> list[Path]:
 def find_project_config(cwd: Path) -> Path | None:
     for folder in folders_up_to_root(cwd):
         candidate = folder / PROJECT_FILE
-        if candidate.is_file():
+        # lexists: a FIFO, a dangling link or a symlink loop there is reported, not skipped.
+        if os.path.lexists(candidate) and not candidate.is_dir():
             return candidate
     return None
 
 
-def read_toml(path: Path) -> dict[str, Any]:
+def read_toml(path: Path, *, within: Path | None = None) -> dict[str, Any]:
+    """Parse a config file read through `safe_read` (`within`: the project it must stay in)."""
+    data, _ = read_toml_with_digest(path, within=within)
+    return data
+
+
+def read_toml_with_digest(path: Path, *, within: Path | None = None) -> tuple[dict[str, Any], str]:
     try:
-        with path.open("rb") as f:
-            return tomllib.load(f)
+        raw = read_bounded(path, limit=MAX_CONFIG_BYTES, within=within)
+    except UnsafeFileError as e:
+        raise ConfigFileError([problem(path, "", f"cannot read the file: it {e.reason}")]) from None
+    try:
+        data = tomllib.loads(raw.decode("utf-8"))
     except tomllib.TOMLDecodeError as e:
         raise ConfigFileError([problem(path, "", f"invalid TOML: {e}")]) from None
     except UnicodeDecodeError:
         raise ConfigFileError([problem(path, "", "invalid TOML: the file is not UTF-8")]) from None
-    except OSError as e:
-        raise ConfigFileError([problem(path, "", f"cannot read the file: {e.strerror}")]) from None
+    except RecursionError:
+        raise ConfigFileError([_too_deep(path)]) from None
+    if _depth(data) > MAX_NESTING:
+        raise ConfigFileError([_too_deep(path)])
+    return data, hashlib.sha256(raw).hexdigest()
+
+
+def _too_deep(path: Path) -> ConfigProblem:
+    return problem(path, "", f"invalid config: tables or arrays nested deeper than {MAX_NESTING}")
+
+
+def _depth(data: Any) -> int:
+    """How deep tables and arrays nest (iteratively: no recursion limit to hit)."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        value, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if depth > MAX_NESTING:
+            break
+        children = value.values() if isinstance(value, dict) else value
+        stack.extend((v, depth + 1) for v in children if isinstance(v, dict | list))
+    return deepest
 
 
 def load_config(
@@ -137,15 +185,16 @@ def load_config(
     """Read, check and merge the files. `trust_project` (`--trust`) trusts the project
     folder for this file's content and remembers it."""
     layers: list[ConfigLayer] = []
-    if user_file is not None and (user_file_required or user_file.exists()):
+    # lexists: a dangling link or a symlink loop at the default path is an error, not "none".
+    if user_file is not None and (user_file_required or os.path.lexists(user_file)):
         layers.append(read_layer("user", user_file))
     notices: list[str] = []
     untrusted: ProjectTrust | None = None
     if project_file is not None:
-        layer = read_layer("project", project_file)
-        reasons = needs_trust(layer.data)
         folder = project_file.parent.parent
-        digest = file_digest(project_file)
+        layer = read_layer("project", project_file, within=project_root(folder))
+        reasons = needs_trust(layer.data)
+        digest = layer.sha256
         store = trust_store
         if not reasons or (store is not None and store.is_trusted(folder, digest)):
             layers.append(layer)
@@ -175,25 +224,31 @@ def load_config(
     )
 
 
-def read_layer(kind: Literal["user", "project"], path: Path) -> ConfigLayer:
-    data = _absolutize(read_toml(path), path.parent)
+def read_layer(
+    kind: Literal["user", "project"], path: Path, *, within: Path | None = None
+) -> ConfigLayer:
+    raw, digest = read_toml_with_digest(path, within=within)
+    data = _absolutize(raw, path.parent)
     try:
         RawtrioConfig.model_validate(data)
     except ValidationError as e:
         own = [d for d in e.errors(include_url=False) if d["type"] not in _WHOLE_ONLY]
         if own:
             raise from_error_details(own, RawtrioConfig, lambda _: str(path)) from None
-    return ConfigLayer(kind, path, data)
+    return ConfigLayer(kind, path, data, digest)
 
 
 def needs_trust(data: Mapping[str, Any]) -> tuple[str, ...]:
-    """What in a (project) file runs code, grants permissions or receives API keys."""
+    """What in a (project) file runs code, grants permissions, receives API keys or names
+    files to read (a prompt file, a file variable: their text reaches the model)."""
     reasons: list[str] = []
     agents = _table(data.get("agents"))
     if data.get("hooks") or any(_table(a).get("hooks") for a in agents.values()):
         reasons.append("hooks")
     if any("command" in _table(v) for v in _table(data.get("variables")).values()):
         reasons.append("command variables")
+    if any("file" in _table(v) for v in _table(data.get("variables")).values()):
+        reasons.append("file variables")
     if data.get("mcp_servers"):
         reasons.append("mcp_servers")
     rules = [r for a in agents.values() for r in _list(_table(a).get("permissions"))]
@@ -201,6 +256,8 @@ def needs_trust(data: Mapping[str, Any]) -> tuple[str, ...]:
         reasons.append("allow rules")
     if any("base_url" in _table(m) for m in _table(data.get("models")).values()):
         reasons.append("model base_url")
+    if any("prompt_file" in _table(a) for a in agents.values()):
+        reasons.append("prompt_file")
     return tuple(reasons)
 
 
@@ -295,7 +352,7 @@ def _cross_references(config: RawtrioConfig, source_of: SourceOf) -> Iterator[Co
                 yield bad(
                     ("agents", name, "mcp_servers", i), "expected a name in [mcp_servers]", ref
                 )
-        if agent.prompt_file is not None and not Path(agent.prompt_file).is_file():
+        if agent.prompt_file is not None and not os.path.lexists(agent.prompt_file):
             yield bad(
                 ("agents", name, "prompt_file"), "expected an existing file", agent.prompt_file
             )
@@ -321,14 +378,30 @@ def _refs(
 
 
 def _rule_origins(layers: list[ConfigLayer]) -> dict[str, tuple[str, ...]]:
+    """Where each rule was written. The text reaches the model (a denial names its rule),
+    so the file is named relative to the project or `~`, never by its absolute path."""
     origins: dict[str, list[str]] = {}
     for layer in layers:
+        shown = short_config_path(layer)
         for name, agent in _table(layer.data.get("agents")).items():
             for i, _ in enumerate(_list(_table(agent).get("permissions"))):
                 origins.setdefault(name, []).append(
-                    f"{layer.path}: {key_path(('agents', name, 'permissions', i))}"
+                    f"{shown}: {key_path(('agents', name, 'permissions', i))}"
                 )
     return {k: tuple(v) for k, v in origins.items()}
+
+
+def short_config_path(layer: ConfigLayer) -> str:
+    """A config file's name without revealing where the user's files live: relative to the
+    project for the project file, `~/…` under the home folder, else the bare file name."""
+    path = layer.path.absolute()
+    if layer.kind == "project":
+        root = project_root(path.parent.parent)
+        with contextlib.suppress(ValueError):
+            return path.resolve().relative_to(root).as_posix()
+    with contextlib.suppress(RuntimeError, ValueError):
+        return "~/" + path.relative_to(Path.home()).as_posix()
+    return path.name
 
 
 def _table(value: Any) -> dict[str, Any]:

@@ -74,7 +74,8 @@ Command = Annotated[
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", strict=True, frozen=True)
+    # TOML has `nan` and `inf`: no timeout, grace or price may be either.
+    model_config = ConfigDict(extra="forbid", strict=True, frozen=True, allow_inf_nan=False)
 
 
 def _exactly_one(model: BaseModel, names: tuple[str, ...]) -> None:

@@ -1,8 +1,9 @@
 """Which project folders the user trusts to run code from their `.rawtrio/config.toml`.
 
 A cloned repository's config file can define hooks, command variables and MCP servers
-(which run programs), allow rules (which let tools run without asking) and model base URLs
-(which receive API keys). Such a file takes effect only once the user trusted its folder;
+(which run programs), allow rules (which let tools run without asking), model base URLs
+(which receive API keys) and prompt files or file variables (which name files whose text
+reaches the model). Such a file takes effect only once the user trusted its folder;
 trust is remembered per folder *and* file hash, so a changed file must be trusted again.
 
 The store is a small JSON file, `trust.json`, in rawtrio's state folder (`RAWTRIO_STATE_DIR`
@@ -24,6 +25,7 @@ from typing import Any, Final
 import platformdirs
 
 from rawtrio.config.errors import ConfigFileError, problem
+from rawtrio.config.safe_read import MAX_CONFIG_BYTES, read_bounded
 
 STATE_DIR_ENV: Final = "RAWTRIO_STATE_DIR"
 _VERSION: Final = 1
@@ -35,7 +37,9 @@ def state_dir(env: Mapping[str, str]) -> Path:
 
 
 def file_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+    return hashlib.sha256(
+        read_bounded(path, limit=MAX_CONFIG_BYTES, what="config file")
+    ).hexdigest()
 
 
 @dataclass(frozen=True, slots=True)

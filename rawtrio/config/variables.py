@@ -16,6 +16,7 @@ ends that request, a hook's env failure fails that hook).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -26,6 +27,7 @@ from typing import Final
 
 import trio
 
+from rawtrio.config.safe_read import MAX_VARIABLE_FILE_BYTES, UnsafeFileError, read_bounded
 from rawtrio.config.schema import ValueRef, VariableConfig
 from rawtrio.contracts import DEFAULT_SIGTERM_GRACE_S
 from rawtrio.errors import ConfigError
@@ -119,9 +121,15 @@ class VariableResolver:
             return value
         if spec.file is not None:
             try:
-                text = await trio.Path(spec.file).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as e:
-                raise VariableError(name, f"file {spec.file}", f"cannot read it: {e}") from None
+                raw = await trio.to_thread.run_sync(
+                    functools.partial(read_bounded, Path(spec.file), limit=MAX_VARIABLE_FILE_BYTES),
+                    abandon_on_cancel=True,
+                )
+                text = raw.decode("utf-8")
+            except UnsafeFileError as e:
+                raise VariableError(name, f"file {spec.file}", e.reason) from None
+            except UnicodeDecodeError:
+                raise VariableError(name, f"file {spec.file}", "not UTF-8 text") from None
             return text.strip()
         assert spec.command is not None
         return await self._run(name, spec)

@@ -8,11 +8,17 @@ skills cannot be replaced by a repository's.
 
 A skill whose SKILL.md is unreadable, too large or has bad frontmatter is skipped with a
 warning naming the file; discovery never raises for a bad skill.
+
+SKILL.md is read through `rawtrio.config.safe_read` (a regular file, opened without
+blocking, size-capped, never under /proc, /sys or /dev). A root inside the project (the
+project's `.rawtrio/skills`, or a `skill_dirs` entry pointing into it) is confined to the
+project: a SKILL.md there that is a symlink out of the project is skipped with a warning.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +28,7 @@ from typing import Final
 
 import platformdirs
 
+from rawtrio.config.safe_read import UnsafeFileError, read_bounded
 from rawtrio.skills.frontmatter import FrontmatterError, Value, parse_frontmatter, split_frontmatter
 
 SKILL_FILE: Final = "SKILL.md"
@@ -45,6 +52,8 @@ class Skill:
     sha256: str
     #: Every other frontmatter key (`license`, `allowed-tools`, `metadata`, …), unchecked.
     extra: Mapping[str, Value] = field(default_factory=lambda: MappingProxyType({}))
+    #: The project folder SKILL.md must stay inside when read again (None: a user skill).
+    within: Path | None = None
 
     @property
     def file(self) -> Path:
@@ -64,14 +73,18 @@ def default_skill_roots(cwd: Path, extra: Iterable[Path] = ()) -> tuple[Path, ..
     return (user, cwd / ".rawtrio" / "skills", *extra)
 
 
-def discover_skills(roots: Sequence[Path]) -> Discovery:
-    """Every valid skill under `roots` (missing roots are fine), sorted by name."""
+def discover_skills(roots: Sequence[Path], *, project: Path | None = None) -> Discovery:
+    """Every valid skill under `roots` (missing roots are fine), sorted by name. Roots
+    inside `project` are read confined to it."""
     found: dict[str, Skill] = {}
     warnings: list[str] = []
     for root in roots:
+        within = None
+        if project is not None and root.absolute().is_relative_to(project):
+            within = project
         for folder in _skill_folders(root):
             try:
-                skill = load_skill_file(folder)
+                skill = load_skill_file(folder, within=within)
             except SkillError as exc:
                 warnings.append(str(exc))
                 continue
@@ -88,16 +101,15 @@ class SkillError(ValueError):
     """A skill that cannot be loaded; the message names the file and what to fix."""
 
 
-def load_skill_file(folder: Path) -> Skill:
-    """Read and check `folder/SKILL.md`. SkillError says what is wrong."""
+def load_skill_file(folder: Path, *, within: Path | None = None) -> Skill:
+    """Read and check `folder/SKILL.md` (confined to `within` when given). SkillError says
+    what is wrong."""
     file = folder / SKILL_FILE
     try:
-        if file.stat().st_size > MAX_SKILL_BYTES:
-            raise SkillError(f"{file}: larger than {MAX_SKILL_BYTES} bytes; skipped")
-        raw = file.read_bytes()
+        raw = read_bounded(file, limit=MAX_SKILL_BYTES, within=within)
         text = raw.decode("utf-8")
-    except OSError as exc:
-        raise SkillError(f"{file}: cannot read it ({exc.strerror or exc}); skipped") from None
+    except UnsafeFileError as exc:
+        raise SkillError(f"{file}: {exc.reason}; skipped") from None
     except UnicodeDecodeError:
         raise SkillError(f"{file}: not UTF-8 text; skipped") from None
     try:
@@ -119,6 +131,7 @@ def load_skill_file(folder: Path) -> Skill:
         body=body.lstrip("\n"),
         sha256=hashlib.sha256(raw).hexdigest(),
         extra=MappingProxyType(extra),
+        within=within,
     )
 
 
@@ -137,4 +150,5 @@ def _skill_folders(root: Path) -> list[Path]:
         entries = sorted(root.iterdir())
     except OSError:
         return []
-    return [e for e in entries if not e.name.startswith(".") and (e / SKILL_FILE).is_file()]
+    # lexists: a SKILL.md that is a FIFO or a dangling link is reported, not skipped silently.
+    return [e for e in entries if not e.name.startswith(".") and os.path.lexists(e / SKILL_FILE)]

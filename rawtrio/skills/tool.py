@@ -61,7 +61,7 @@ def load_skill_tool(skills: Sequence[Skill]) -> Tool:
 
 def _render(skill: Skill) -> ToolOutput:
     try:
-        current = load_skill_file(skill.path)
+        current = load_skill_file(skill.path, within=skill.within)
     except SkillError as exc:
         return ToolOutput.error(f"skill {skill.name!r} cannot be loaded now: {exc}")
     files, more = _list_files(current.path)

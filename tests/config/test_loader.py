@@ -239,7 +239,8 @@ def test_agents_md_from_repo_root_down_to_cwd(repo: Path, home: dict[str, str]) 
 def test_agent_prompt_file_is_relative_to_its_config_file(repo: Path, home: dict[str, str]) -> None:
     write(repo / ".rawtrio/prompts/p.md", "Be terse.")
     write(repo / ".rawtrio/config.toml", '[agents.default]\nprompt_file = "prompts/p.md"\n')
-    prompt = resolve_session_config(CliOverrides(), repo, home).system_prompt("BASE")
+    # A project's prompt_file needs trust (tests/config/test_project_files.py).
+    prompt = resolve_session_config(CliOverrides(trust=True), repo, home).system_prompt("BASE")
     assert prompt == "BASE\n\nBe terse."
 
 

@@ -103,7 +103,7 @@ def test_non_utf8_and_oversized_files_are_skipped(tmp_path: Path) -> None:
     found = discover_skills([tmp_path])
     assert found.skills == ()
     assert [w.split(": ", 1)[1] for w in found.warnings] == [
-        f"larger than {MAX_SKILL_BYTES} bytes; skipped",
+        f"is larger than {MAX_SKILL_BYTES} bytes; skipped",
         "not UTF-8 text; skipped",
     ]
 
