@@ -40,5 +40,5 @@ def main(argv: list[str]) -> int:
         return ExitCode.USAGE
     for notice in resolved.notices:
         print(f"note: {notice}", file=sys.stderr)
-    print(resolved.describe())
+    print(resolved.describe(os.environ))
     return ExitCode.COMPLETED

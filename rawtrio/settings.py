@@ -2,7 +2,12 @@
 
 Precedence (docs/configuration.md): flag > `RAWTRIO_*` variable > project file > user file
 > defaults. The provider SDKs read their own `*_BASE_URL` variables when neither a flag
-nor the model's config sets a base URL.
+nor the model's config sets a base URL. Which key goes to which endpoint is decided in
+`rawtrio.config.resolve` (a key is only ever sent to the endpoint it was configured for).
+
+The system prompt is built here from files a project provides (AGENTS.md, prompt files,
+skills), so it passes the session's `Redactor` before it is stored or sent, like every
+other text; the provider keys found in the environment are registered with it first.
 """
 
 from __future__ import annotations
@@ -21,10 +26,12 @@ from rawtrio.config import (
     TrustStore,
     VariableResolver,
     default_project_file,
+    project_root,
     resolve_session_config,
     save_allow_rule,
     select_tools,
 )
+from rawtrio.config.resolve import API_KEY_ENV
 from rawtrio.config.schema import Prices
 from rawtrio.context.accounting import ModelPrices
 from rawtrio.context.compaction import CompactionSettings
@@ -34,7 +41,7 @@ from rawtrio.mcp.catalog import mcp_cache_dir
 from rawtrio.permissions.policy import rules_from_config
 from rawtrio.permissions.rules import PermissionMode, Rule
 from rawtrio.redaction import LOG_FILTER
-from rawtrio.runtime.prompt import BASE_PROMPT
+from rawtrio.runtime.prompt import BASE_PROMPT, redacted_prompt
 from rawtrio.runtime.session import SessionOptions
 from rawtrio.skills import (
     Skill,
@@ -64,13 +71,18 @@ async def prepare_session(args: argparse.Namespace, *, headless: bool) -> Sessio
     file work (config files, AGENTS.md, skills) runs in a worker thread.
     """
     args.headless = headless
-    found = await trio.to_thread.run_sync(_resolve_files, args)
+    # The reads are bounded (rawtrio.config.safe_read: no FIFO, device or endless file), and
+    # a cancelled caller does not wait for the thread.
+    found = await trio.to_thread.run_sync(_resolve_files, args, abandon_on_cancel=True)
     resolved, cwd, skills = found.resolved, found.cwd, found.skills
     variables = VariableResolver(resolved.variables, env=os.environ, cwd=cwd)
+    for env_name in sorted(set(API_KEY_ENV.values())):
+        if value := os.environ.get(env_name):
+            variables.redactor.add(env_name, value)
     LOG_FILTER.watch(variables.redactor)
+    # --provider / --base-url were applied by the resolution, which never pairs a key with
+    # an endpoint it was not configured for.
     provider = await resolved.provider_settings(variables)
-    if getattr(args, "base_url", None):
-        provider = dataclasses.replace(provider, base_url=args.base_url)
     hooks = [
         HookSpec(
             HookEvent(h.event),
@@ -86,6 +98,7 @@ async def prepare_session(args: argparse.Namespace, *, headless: bool) -> Sessio
     prompt = resolved.system_prompt(BASE_PROMPT)
     if skills:
         prompt = f"{prompt}\n\n{skills_prompt(skills)}"
+    prompt = redacted_prompt(prompt, variables.redactor)
     tool_ids = [*AVAILABLE_BUILTINS, *(t.id for t in extra_tools)]
     options = SessionOptions(
         cwd=cwd,
@@ -157,12 +170,9 @@ def _resolve_files(args: argparse.Namespace) -> _Found:
     cwd = Path(getattr(args, "cwd", None) or os.getcwd()).resolve()
     if not cwd.is_dir():
         raise UsageError(f"--cwd: {cwd} is not a directory")
-    grace = getattr(args, "sigterm_grace", None)
-    if grace is not None and grace < 0:
-        raise UsageError(f"--sigterm-grace: expected seconds >= 0, got {grace}")
     resolved = resolve_session_config(args, cwd, os.environ)
     extra = [Path(p).expanduser() for p in resolved.skill_dirs]
-    discovery = discover_skills(default_skill_roots(cwd, extra))
+    discovery = discover_skills(default_skill_roots(cwd, extra), project=project_root(cwd))
     skills = [s for s in discovery.skills if select_tools(resolved.skills, [s.name])]
     return _Found(resolved, cwd, skills, discovery.warnings)
 

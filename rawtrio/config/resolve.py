@@ -14,12 +14,23 @@ file > user file > built-in default. The variables read here:
 The result holds everything the runtime needs; the API key stays a reference until
 `provider_settings()` reads it, so a session that never sends a request never runs a
 variable's command.
+
+Keys and endpoints (docs/security.md): a configured model is one endpoint with one key, and
+its key is only ever sent to that endpoint. When `--provider` / `RAWTRIO_PROVIDER` or
+`--base-url` name another endpoint than the chosen model's, that model (its key *and* its
+model id) is not used: rawtrio takes the configured model for exactly that provider and
+base URL if there is one, else the provider's default model with the key from that
+provider's own variable (`ANTHROPIC_API_KEY`, `OPENAI_API_KEY`) — the variable the official
+SDKs pair with their `*_BASE_URL`. A model named explicitly (`--model NAME`,
+`RAWTRIO_MODEL`) together with another endpoint is an error, not a silent redirect.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import fnmatch
+import math
+import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,12 +43,15 @@ from rawtrio.config.loader import (
     LoadedConfig,
     find_project_config,
     load_config,
+    project_root,
     user_config_path,
 )
+from rawtrio.config.safe_read import MAX_PROMPT_BYTES, UnsafeFileError, read_bounded
 from rawtrio.config.schema import (
     CompactionConfig,
     HookConfig,
     McpServerConfig,
+    ModelConfig,
     PermissionModeName,
     PermissionRuleConfig,
     Prices,
@@ -121,6 +135,8 @@ class ResolvedModel:
     context_window: int | None = None
     max_output_tokens: int = 8192
     prices: Prices | None = None
+    #: Set when the command line's endpoint set a configured model aside: says so.
+    note: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,7 +170,8 @@ class ResolvedAgent:
     @property
     def notices(self) -> tuple[str, ...]:
         """Warnings for the user (an untrusted project file, an unreadable AGENTS.md)."""
-        return self.loaded.notices + self.agents_md.notices
+        model = (self.model.note,) if self.model.note else ()
+        return self.loaded.notices + self.agents_md.notices + model
 
     def system_prompt(self, base: str) -> str:
         """Base prompt + agent prompt + AGENTS.md, fixed when the session is created."""
@@ -180,17 +197,7 @@ class ResolvedAgent:
         if mc is None:
             known = ", ".join(self.model_names) or "none"
             raise ConfigFileError([problem("--model", "", f"a configured model ({known})", name)])
-        model = ResolvedModel(
-            name=name,
-            provider=mc.provider,
-            model_id=mc.model_id,
-            base_url=mc.base_url,
-            api_key=mc.api_key or ValueRef(env=API_KEY_ENV[mc.provider]),
-            context_window=mc.context_window,
-            max_output_tokens=mc.max_output_tokens,
-            prices=mc.prices,
-        )
-        return dataclasses.replace(self, model=model)
+        return dataclasses.replace(self, model=_configured_model(name, mc))
 
     async def provider_settings(self, variables: VariableResolver) -> ProviderSettings:
         """Reads the API key (NoCredentials when the provider's usual variable is unset)."""
@@ -214,17 +221,16 @@ class ResolvedAgent:
             request_timeout_s=self.request_timeout_s,
         )
 
-    def describe(self) -> str:
-        """What `rawtrio config check` prints."""
+    def describe(self, env: Mapping[str, str] | None = None) -> str:
+        """What `rawtrio config check` prints; `env` tells whether a key's variable is set."""
+        env = os.environ if env is None else env
         m = self.model
         lines = [f"agent: {self.name}" + (f" — {self.description}" if self.description else "")]
         lines.append(
             f"model: {m.name or '(built-in)'} → {m.provider} {m.model_id}"
             + (f" at {m.base_url}" if m.base_url else "")
         )
-        key = m.api_key
-        source = f"variable {key.var}" if key.var else f"env {key.env}" if key.env else "literal"
-        lines.append(f"api key: from {source} (not read by config check)")
+        lines.append(f"api key: {self._key_status(env)}")
         lines.append(f"tools: {', '.join(self.tools)}")
         lines.append(f"permission mode: {self.permission_mode}")
         for rule, origin in zip(self.permission_rules, self.rule_origins, strict=False):
@@ -244,6 +250,27 @@ class ResolvedAgent:
         lines.append("config files: " + ("; ".join(files) or "none (built-in defaults)"))
         lines.extend(f"note: {n}" for n in self.notices)
         return "\n".join(lines)
+
+    def _key_status(self, env: Mapping[str, str]) -> str:
+        """Where the key comes from, and whether its environment variable is set (the value
+        itself is never read or shown; a command or file variable is not run)."""
+        key = self.model.api_key
+        if key.value is not None:
+            return "a literal in the config file"
+        name = key.env
+        source = f"env {key.env}"
+        if key.var is not None:
+            spec = self.variables.get(key.var)
+            if spec is None or spec.env is None:
+                return f"from variable {key.var} (not read by config check)"
+            name, source = spec.env, f"variable {key.var} (env {spec.env})"
+        assert name is not None
+        if env.get(name):
+            return f"from {source} (set)"
+        return (
+            f"from {source} — {name} is NOT set: requests to {self.model.provider} will fail "
+            f"until you set it"
+        )
 
 
 def select_tools(patterns: Iterable[str], tool_ids: Iterable[str]) -> tuple[str, ...]:
@@ -301,21 +328,14 @@ def resolve_agent(
         raise ConfigFileError(
             [problem("--max-steps", "", "expected a positive integer", max_steps)]
         )
+    grace = cli.sigterm_grace
+    if grace is not None and not (math.isfinite(grace) and grace >= 0):
+        raise ConfigFileError(
+            [problem("--sigterm-grace", "", "expected a finite number of seconds >= 0", grace)]
+        )
     prompt = agent.system_prompt
     if agent.prompt_file is not None:
-        try:
-            prompt = Path(agent.prompt_file).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            loc = ("agents", name, "prompt_file")
-            raise ConfigFileError(
-                [
-                    problem(
-                        _file_of(loaded, *loc),
-                        key_path(loc),
-                        f"expected a readable UTF-8 file ({e})",
-                    )
-                ]
-            ) from None
+        prompt = _read_prompt_file(loaded, name, Path(agent.prompt_file))
     mcp = {s: config.mcp_servers[s] for s in agent.mcp_servers}
     return ResolvedAgent(
         name=name,
@@ -333,9 +353,7 @@ def resolve_agent(
         request_timeout_s=agent.request_timeout_s,
         confine_paths=agent.confine_paths,
         compaction=agent.compaction,
-        sigterm_grace_s=cli.sigterm_grace
-        if cli.sigterm_grace is not None
-        else config.sigterm_grace_s,
+        sigterm_grace_s=grace if grace is not None else config.sigterm_grace_s,
         hooks=(*config.hooks, *agent.hooks),
         skills=tuple(agent.skills),
         skill_dirs=tuple(config.skill_dirs),
@@ -347,40 +365,115 @@ def resolve_agent(
     )
 
 
+def _read_prompt_file(loaded: LoadedConfig, agent: str, path: Path) -> str:
+    """An agent's prompt file; one set by the project file must lie inside the project."""
+    loc = ("agents", agent, "prompt_file")
+    source = _file_of(loaded, *loc)
+    layer = next((lay for lay in loaded.layers if str(lay.path) == source), None)
+    within = project_root(layer.path.parent.parent) if layer and layer.kind == "project" else None
+    try:
+        raw = read_bounded(path, limit=MAX_PROMPT_BYTES, within=within)
+        return raw.decode("utf-8")
+    except UnsafeFileError as e:
+        reason = e.reason
+    except UnicodeDecodeError:
+        reason = "not UTF-8 text"
+    raise ConfigFileError(
+        [problem(source, key_path(loc), f"expected a readable prompt file: {path} {reason}")]
+    )
+
+
 def _resolve_model(
     loaded: LoadedConfig, agent_model: str | None, cli: CliOverrides, env: Mapping[str, str]
 ) -> ResolvedModel:
+    """The session's model; see the module docstring for keys and endpoints."""
     config = loaded.config
-    choice, _ = _pick(cli.model, "--model", env.get(ENV_MODEL), ENV_MODEL)
-    choice = choice or agent_model or config.default_model
+    named, named_src = _pick(cli.model, "--model", env.get(ENV_MODEL), ENV_MODEL)
+    choice = named or agent_model or config.default_model
     kind, kind_src = _pick(cli.provider, "--provider", env.get(ENV_PROVIDER), ENV_PROVIDER)
     providers = get_args(ProviderName)
     if kind is not None and kind not in providers:
         raise ConfigFileError(
             [problem(kind_src, "", f"expected one of {', '.join(providers)}", kind)]
         )
-    base_url = cli.base_url
-    if choice is not None and choice in config.models:
-        mc = config.models[choice]
-        provider: ProviderName = kind or mc.provider  # type: ignore[assignment]
-        return ResolvedModel(
-            name=choice,
-            provider=provider,
-            model_id=mc.model_id,
-            base_url=base_url or mc.base_url,
-            api_key=mc.api_key or ValueRef(env=API_KEY_ENV[provider]),
-            context_window=mc.context_window,
-            max_output_tokens=mc.max_output_tokens,
-            prices=mc.prices,
+    base_url = cli.base_url or None
+    chosen = config.models.get(choice) if choice is not None else None
+    if chosen is not None:
+        assert choice is not None
+        if _serves(chosen, kind, base_url):
+            return _configured_model(choice, chosen)
+        flag, value = (
+            ("--base-url", base_url)
+            if kind in (None, chosen.provider)
+            else (
+                kind_src,
+                kind,
+            )
         )
-    provider = kind or "anthropic"  # type: ignore[assignment]
+        where = f"{chosen.provider} at {chosen.base_url or 'its default endpoint'}"
+        if named is not None:
+            raise ConfigFileError(
+                [
+                    problem(
+                        flag,
+                        "",
+                        f"model {choice!r} ({named_src}) is {where}, and its key is only sent "
+                        f"there; drop {flag}, or add a model with this provider and base_url "
+                        "to [models]",
+                        value,
+                    )
+                ]
+            )
+    provider: ProviderName = kind or (chosen.provider if chosen else "anthropic")  # type: ignore[assignment]
+    if chosen is not None or base_url is not None:
+        # The command line names an endpoint: a model configured for exactly it, if any.
+        for name, mc in config.models.items():
+            if mc.provider == provider and _same_url(mc.base_url, base_url):
+                return _configured_model(name, mc)
+    raw_id = choice if choice is not None and choice not in config.models else None
+    model_id = raw_id or BUILTIN_MODEL_IDS[provider]
+    note = None
+    if chosen is not None:
+        note = (
+            f"{kind_src if kind not in (None, chosen.provider) else '--base-url'}: not using "
+            f"model {choice!r} from the config ({chosen.provider} at "
+            f"{chosen.base_url or 'its default endpoint'}) nor its key; using {provider} "
+            f"{model_id} with the key from {API_KEY_ENV[provider]}"
+        )
     return ResolvedModel(
         name=None,
         provider=provider,
-        model_id=choice or BUILTIN_MODEL_IDS[provider],
+        model_id=model_id,
         base_url=base_url,
         api_key=ValueRef(env=API_KEY_ENV[provider]),
+        note=note,
     )
+
+
+def _configured_model(name: str, mc: ModelConfig) -> ResolvedModel:
+    return ResolvedModel(
+        name=name,
+        provider=mc.provider,
+        model_id=mc.model_id,
+        base_url=mc.base_url,
+        api_key=mc.api_key or ValueRef(env=API_KEY_ENV[mc.provider]),
+        context_window=mc.context_window,
+        max_output_tokens=mc.max_output_tokens,
+        prices=mc.prices,
+    )
+
+
+def _serves(mc: ModelConfig, kind: str | None, base_url: str | None) -> bool:
+    """Whether the configured model is the endpoint the command line asks for."""
+    if kind is not None and kind != mc.provider:
+        return False
+    return base_url is None or _same_url(mc.base_url, base_url)
+
+
+def _same_url(a: str | None, b: str | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return a.rstrip("/") == b.rstrip("/")
 
 
 def _pick(

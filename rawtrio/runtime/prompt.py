@@ -1,10 +1,19 @@
-"""The base system prompt, fixed when a session is created (§3a)."""
+"""The base system prompt, fixed when a session is created (docs/contracts.md).
+
+The whole prompt — base, agent prompt, AGENTS.md, skills list — passes secret redaction
+(`redacted_prompt`) before the session stores or sends it: those parts come from files,
+some of them a project's, and a secret in them must not reach the provider or the database.
+"""
 
 from __future__ import annotations
 
 import platform
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from rawtrio.redaction import Redactor
 
 BASE_PROMPT = """\
 You are rawtrio, a coding agent working in the user's project directory.
@@ -22,3 +31,8 @@ def system_prompt(cwd: Path, override: str | None = None) -> str:
         f"Date: {time.strftime('%Y-%m-%d')}"
     )
     return f"{base}\n\n{env}"
+
+
+def redacted_prompt(prompt: str, redactor: Redactor) -> str:
+    """`prompt` with every secret the redactor knows replaced by its marker."""
+    return redactor.redact(prompt)
