@@ -331,7 +331,7 @@ def resolve_agent(
     grace = cli.sigterm_grace
     if grace is not None and not (math.isfinite(grace) and grace >= 0):
         raise ConfigFileError(
-            [problem("--sigterm-grace", "", "expected a finite number of seconds >= 0", grace)]
+            [problem("--sigterm-grace", "", "expected seconds >= 0 (a finite number)", grace)]
         )
     prompt = agent.system_prompt
     if agent.prompt_file is not None:

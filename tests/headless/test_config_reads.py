@@ -87,7 +87,7 @@ def test_a_nan_sigterm_grace_is_refused(iso: Isolation) -> None:
         done = run_rawtrio(
             iso, "-p", "hi", "--sigterm-grace", value, env={"ANTHROPIC_API_KEY": "test-key"}
         )
-        assert_config_error(done, "--sigterm-grace", "expected a finite number of seconds >= 0")
+        assert_config_error(done, "--sigterm-grace", "expected seconds >= 0 (a finite number)")
 
 
 def test_a_nan_or_infinite_number_in_the_config_is_refused(iso: Isolation) -> None:
