@@ -282,16 +282,20 @@ NARROW_PHASE_STEPS = PER_REQUIRED_PHASE
 def phase_anchors(
     phase_map: Sequence[str], required: Sequence[frozenset[str]]
 ) -> list[tuple[str, int]]:
-    """`(phase, n)` cancel points for the narrow required phases: "cancel at the n-th step
-    that ends in this phase". A phase the baseline never reached (a store error: the
-    baseline has no fault) gets two such points."""
+    """`(phase, n)` cancel points ("cancel at the n-th step that ends in this phase") for
+    the required phases, run first: the first step of each required phase the baseline
+    reached (so a budget cut short still lands in every one), every step of a narrow one
+    (fewer than `NARROW_PHASE_STEPS`), and two for a phase the baseline never reached (a
+    store error: the baseline has no fault)."""
     anchors: list[tuple[str, int]] = []
     for req in required:
         counts = {p: phase_map.count(p) for p in sorted(req)}
-        if sum(counts.values()) >= NARROW_PHASE_STEPS:
-            continue
+        narrow = sum(counts.values()) < NARROW_PHASE_STEPS
         for p, c in counts.items():
-            anchors += [(p, n) for n in range(1, (c or 2) + 1)]
+            if c == 0 and any(counts.values()):
+                continue
+            n = (c or 2) if narrow else 1
+            anchors += [(p, i) for i in range(1, n + 1) if (p, i) not in anchors]
     return anchors
 
 

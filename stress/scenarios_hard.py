@@ -118,7 +118,9 @@ COMPACTION = StressScenario(
     setup_prompts=("stress-setup-one: build it", "stress-setup-two: build it again"),
     extra_rules=(
         {"match": "@compaction", "replies": [{"text": _SUMMARY, "chunk": 8, "delay_ms": 2}]},
-        {"match": "stress-setup-", "replies": [{"text": _FILLER, "chunk": 2000}]},
+        # Only a setup prompt alone: after the compaction, Anthropic's wire joins the
+        # task, the summary and the measured prompt into one user message.
+        {"match": "re:^stress-setup-[^\n]*$", "replies": [{"text": _FILLER, "chunk": 2000}]},
     ),
 )
 
