@@ -7,19 +7,16 @@ otherwise; 2 for bad arguments.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-import warnings
 from collections.abc import Sequence
-from functools import partial
 
-import trio
-
-from stress.harness import StressOptions, run_stress
+from stress.harness import StressOptions, quiet_warnings, run_parallel
 from stress.report import format_report
 from stress.scenarios import SCENARIOS, WIRES
 
 
-def parse_args(argv: Sequence[str] | None = None) -> StressOptions:
+def parse_args(argv: Sequence[str] | None = None) -> tuple[int, StressOptions]:
     parser = argparse.ArgumentParser(
         prog="python -m stress",
         description="Cancel a turn at every scheduling point and check invariants I1-I5.",
@@ -36,10 +33,19 @@ def parse_args(argv: Sequence[str] | None = None) -> StressOptions:
     parser.add_argument(
         "--max-ks", type=int, default=None, help="at most this many k per scenario × wire"
     )
+    parser.add_argument(
+        "--procs",
+        type=int,
+        default=None,
+        help="processes sharing the groups, each with the whole budget (default: the CPU "
+        "count, at most 2)",
+    )
     args = parser.parse_args(argv)
     if args.budget <= 0 or args.jobs < 1 or (args.max_ks is not None and args.max_ks < 1):
         parser.error("--budget, --jobs and --max-ks must be positive")
-    return StressOptions(
+    if args.procs is not None and args.procs < 1:
+        parser.error("--procs must be positive")
+    return args.procs or min(2, os.cpu_count() or 1), StressOptions(
         budget_s=args.budget,
         seed=args.seed,
         scenarios=tuple(args.scenario or SCENARIOS),
@@ -50,14 +56,9 @@ def parse_args(argv: Sequence[str] | None = None) -> StressOptions:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    options = parse_args(argv)
-    # The OpenAI SDK's streams leave exhausted async generators to the GC (STACK-NOTES.md).
-    warnings.filterwarnings(
-        "ignore",
-        message="Async generator .* was garbage collected",
-        category=ResourceWarning,
-    )
-    report = trio.run(partial(run_stress, options))
+    procs, options = parse_args(argv)
+    quiet_warnings()
+    report = run_parallel(options, procs)
     print(format_report(report), flush=True)
     return 0 if report.ok else 1
 

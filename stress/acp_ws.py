@@ -79,6 +79,8 @@ class Stats:
     overlaps: int = 0
     cancel_raced: int = 0
     violations: list[str] = field(default_factory=list)
+    #: The suite's one-line summary, printed last (`make stress` repeats it).
+    summary: str = ""
 
 
 class Client:
@@ -244,7 +246,7 @@ async def check_store(db: Path) -> list[str]:
     return problems
 
 
-async def run(budget: float, connections: int, seed: int) -> int:
+async def run(budget: float, connections: int, seed: int) -> tuple[int, str]:
     with tempfile.TemporaryDirectory(prefix="rawtrio-acp-stress-") as tmp:
         root = Path(tmp)
         cwd = root / "work"
@@ -305,7 +307,15 @@ async def run(budget: float, connections: int, seed: int) -> int:
     )
     for v in violations:
         print(f"VIOLATION {v}")
-    return 1 if violations or proc.returncode != 0 else 0
+    failed = len(violations) + (proc.returncode != 0)
+    stats.summary = (
+        f"acp-ws: {stats.prompts:,} prompts over {connections} connections, "
+        f"{stats.answered:,} answered, {stats.cancels:,} cancels, {stats.drops:,} drops, "
+        f"{len(pool):,} sessions; {len(violations):,} violation"
+        f"{'s' if len(violations) != 1 else ''}"
+        + ("" if proc.returncode == 0 else f"; server exit {proc.returncode}")
+    )
+    return (1 if failed else 0), stats.summary
 
 
 async def _drain(stream: trio.abc.ReceiveStream) -> None:
@@ -333,8 +343,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.budget <= 0 or args.connections < 1:
         p.error("--budget must be > 0 and --connections >= 1")
     started = time.monotonic()
-    code = trio.run(run, args.budget, args.connections, args.seed)
+    code, summary = trio.run(run, args.budget, args.connections, args.seed)
     print(f"took {time.monotonic() - started:.1f} s")
+    print(summary, flush=True)
     return code
 
 

@@ -60,6 +60,11 @@ class Observation:
     followup_statuses: list[int]
     marker_exists: bool
     harness_errors: list[str] = field(default_factory=list)
+    #: Store-fault scenarios: the write that failed (None: no fault fired), the session's
+    #: stored context at that moment, and the stored context after the follow-up.
+    fault: str | None = None
+    context_at_fault: list[Message] = field(default_factory=list)
+    stored_context: list[Message] = field(default_factory=list)
 
 
 def check_run(obs: Observation) -> list[Violation]:
@@ -69,6 +74,7 @@ def check_run(obs: Observation) -> list[Violation]:
     out += _i3_no_torn_messages(obs)
     out += _i4_nothing_after_cancel(obs)
     out += _i5_honest_results(obs)
+    out += _store_fault(obs)
     return out
 
 
@@ -113,6 +119,8 @@ def _i2_one_ending(obs: Observation) -> list[Violation]:
         allowed = {TurnOutcome.COMPLETED, TurnOutcome.CANCELLED}
         if obs.cancel is None:
             allowed = {TurnOutcome.COMPLETED}
+        if obs.fault is not None:
+            allowed = _fault_outcomes(obs)
         if e.outcome not in allowed:
             out.append(Violation("I2", f"unexpected outcome {e.outcome.value}: {e.reason}"))
     return out
@@ -159,6 +167,7 @@ def _i4_nothing_after_cancel(obs: Observation) -> list[Violation]:
         and cancel.landed
         and obs.ended is not None
         and obs.ended.outcome is not TurnOutcome.CANCELLED
+        and obs.fault is None
         and _work_left(obs, cancel)
     ):
         out.append(
@@ -262,6 +271,52 @@ def _i5_honest_results(obs: Observation) -> list[Violation]:
             out.append(
                 Violation("I5", f"{where}: partial output {partial!r} missing from the result")
             )
+    return out
+
+
+def _fault_outcomes(obs: Observation) -> set[TurnOutcome]:
+    """A turn whose store write failed ends `error`; `cancelled` if the cancel came first."""
+    cancel = obs.cancel
+    if cancel is not None and cancel.landed and cancel.phase != Phase.STORE_ERROR:
+        return {TurnOutcome.ERROR, TurnOutcome.CANCELLED}
+    return {TurnOutcome.ERROR}
+
+
+def _store_fault(obs: Observation) -> list[Violation]:
+    """After an injected store fault (item: no store fault takes the runtime down): the turn
+    ended with an outcome that names the store, nothing stored before the fault was lost,
+    and the runtime's context is what the store holds. (One ending, the outcome itself and
+    the follow-up turn working once the fault cleared are checked by I1 and I2.)"""
+    if obs.fault is None:
+        return []
+    out: list[Violation] = []
+    where = f"after the injected fault in {obs.fault}"
+    if obs.ended is not None and obs.ended.outcome is TurnOutcome.ERROR:
+        reason = obs.ended.reason.lower()
+        if "store" not in reason and "database" not in reason:
+            out.append(
+                Violation(
+                    "store",
+                    f"{where}: the turn's reason does not name the store: {obs.ended.reason!r}",
+                )
+            )
+    kept = obs.stored_context[: len(obs.context_at_fault)]
+    if kept != obs.context_at_fault:
+        out.append(
+            Violation(
+                "store",
+                f"{where}: the {len(obs.context_at_fault)} message(s) stored before the fault "
+                f"are not all kept (the store now holds {len(obs.stored_context)})",
+            )
+        )
+    if obs.stored_context != obs.context_final:
+        out.append(
+            Violation(
+                "store",
+                f"{where}: the runtime's context ({len(obs.context_final)} messages) differs "
+                f"from the stored one ({len(obs.stored_context)})",
+            )
+        )
     return out
 
 

@@ -36,6 +36,10 @@ class RunResult:
     cancel_to_end_s: float | None = None
     #: Seconds from turn_ended until no task or process of the turn was left.
     quiet_s: float = 0.0
+    #: Store-fault scenarios: the turn's store writes (counted in the baseline), and the
+    #: write that failed ("commit", "end_turn", …; None if the run ended before it).
+    writes: int = 0
+    fault: str | None = None
 
 
 @dataclass
@@ -138,6 +142,10 @@ def format_group(g: GroupReport) -> list[str]:
     lines.append(f"   phases: {phase_text or 'none'}")
     outcomes = Counter(r.outcome for r in g.runs)
     lines.append("   outcomes: " + ", ".join(f"{o} {n}" for o, n in sorted(outcomes.items())))
+    faults = Counter(r.fault for r in g.runs if r.fault is not None)
+    if b is not None and b.writes:
+        fired = ", ".join(f"{what} {n}" for what, n in sorted(faults.items()))
+        lines.append(f"   store faults: {b.writes} writes per turn; fired: {fired or 'none'}")
     lines.append(f"   cancel → turn_ended: {_ms(g.runs, lambda r: r.cancel_to_end_s)}")
     lines.append(f"   turn_ended → quiet: {_ms(g.runs, lambda r: r.quiet_s)}")
     for req in g.missing:
@@ -162,4 +170,31 @@ def format_report(report: StressReport) -> str:
         f"== {report.total_runs} runs in {report.elapsed_s:.1f} s ({rate:.1f} runs/s); "
         + ("all invariants held" if report.ok else f"FAILED: {', '.join(failed) or 'no groups'}")
     )
+    lines.append(summary_line(report))
     return "\n".join(lines)
+
+
+def summary_line(report: StressReport) -> str:
+    """The suite's one-line summary (the last line of its output; `make stress` repeats it):
+    cancellation points run, scenarios × wires, where the cancels landed, violations."""
+    points = sum(len(g.runs) for g in report.groups)
+    scenarios = len({g.scenario for g in report.groups})
+    wires = len({g.wire for g in report.groups})
+    counts: Counter[str] = Counter()
+    for g in report.groups:
+        counts.update(g.phases)
+    phases = ", ".join(f"{p} {counts[p]:,}" for p in Phase.ORDER if counts[p])
+    violations = sum(len(g.violations) for g in report.groups)
+    missing = sum(len(g.missing) for g in report.groups)
+    skipped = sum(g.skipped is not None for g in report.groups)
+    problems = [f"{violations:,} violation{'s' if violations != 1 else ''}"]
+    if missing:
+        problems.append(f"{missing} required phase(s) without a cancel")
+    if skipped:
+        problems.append(f"{skipped} group(s) skipped")
+    rate = points / report.elapsed_s if report.elapsed_s else 0.0
+    return (
+        f"cancel: {points:,} points over {scenarios} scenarios × {wires} wires in "
+        f"{report.elapsed_s:.0f} s ({rate:.1f}/s), phases: {phases or 'none'}; "
+        + "; ".join(problems)
+    )

@@ -41,6 +41,11 @@ class Phase:
     BETWEEN_CALLS = "between calls"  # some results of the batch committed, more pending
     BETWEEN_STEPS = "between steps"  # all results committed, next request not streaming yet
     COMMIT = "commit"  # a store commit (message, results, outcome) is in progress
+    HOOK = "hook"  # a hook subprocess runs (PreToolUse, PostToolUse, …)
+    PERMISSION_WAIT = "permission wait"  # a call waits for an answer from the approval broker
+    COMPACTION = "compaction"  # an automatic compaction runs inside the turn
+    STORE_ERROR = "store error"  # a store write of the turn failed; the turn is not over yet
+    RETRY_WAIT = "retry wait"  # a model request failed; the retry has not been sent yet
     FINISHING = "finishing"  # the final answer is committed; the turn is ending
     AFTER_END = "after end"  # the turn had already ended: the cancel found nothing
 
@@ -53,6 +58,11 @@ class Phase:
         BETWEEN_CALLS,
         BETWEEN_STEPS,
         COMMIT,
+        HOOK,
+        PERMISSION_WAIT,
+        COMPACTION,
+        STORE_ERROR,
+        RETRY_WAIT,
         FINISHING,
         AFTER_END,
     )
@@ -83,12 +93,29 @@ class StressScenario:
     #: Extra `SessionOptions` fields for a run, given its working directory (e.g. the MCP
     #: servers of stress/scenarios_mcp.py); the harness passes them to `SessionOptions`.
     session_options: Callable[[Path], Mapping[str, Any]] | None = None
+    #: `ProviderSettings` fields that differ from the harness's (e.g. `max_retries`).
+    provider_options: Mapping[str, Any] = field(default_factory=dict)
+    #: Prompts of uncounted turns run before the measured one (e.g. to give a compaction
+    #: something to summarize); each needs a rule in `extra_rules` or `replies`.
+    setup_prompts: tuple[str, ...] = ()
+    #: More fake-model rules, matched after the follow-up's and before the prompt's.
+    extra_rules: tuple[Mapping[str, Any], ...] = ()
+    #: Answer each permission request this many seconds after it was asked (None: the
+    #: scenario asks nothing; the harness's scripted approver is not started).
+    approve_after_s: float | None = None
+    #: Fail the store write number `1 + (k - 1) % W` of the measured turn once (W: the
+    #: baseline's writes), with the store's own error class (stress/faults.py).
+    store_faults: bool = False
+    #: A scripted `error` reply is sent once per (user text, step); a retry then gets the
+    #: reply's text (stress/faults.py `FlakyOnce`).
+    errors_once: bool = False
 
     def script(self) -> dict[str, Any]:
         """The fake-model scenario dict for this stress scenario and the follow-up turn."""
         return {
             "rules": [
                 {"match": "stress-followup", "replies": [{"text": FOLLOWUP_REPLY, "chunk": 16}]},
+                *(dict(r) for r in self.extra_rules),
                 {"match": self.prompt, "replies": [dict(r) for r in self.replies]},
             ]
         }
@@ -164,6 +191,9 @@ def _register_tool_scenarios() -> None:
     from stress.scenarios_mcp import MCP_SCENARIOS
 
     SCENARIOS.update(MCP_SCENARIOS)
+    from stress.scenarios_hard import HARD_SCENARIOS
+
+    SCENARIOS.update(HARD_SCENARIOS)
 
 
 _register_tool_scenarios()

@@ -21,8 +21,9 @@ Hooks never raise: trio would uninstall an instrument that raised. Errors are ke
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import trio
 
@@ -69,6 +70,16 @@ class SessionSteps:
     cancel: CancelMoment | None = None
     errors: list[str] = field(default_factory=list)
     turn: Turn | None = None
+    #: Cancel at the n-th step that ends in phase P instead of after step `cancel_at`
+    #: (`(P, n)`): a phase a wait spends one scheduling point in (a permission wait, a
+    #: retry wait) moves between reruns with the stream's timing; this finds it.
+    cancel_in: tuple[str, int] | None = None
+    seen_in: int = 0
+    #: Hook processes of the session running now (counted by a wrapper `watch` installs).
+    hooks_running: int = 0
+    #: Whether the model request made last failed and its retry was not sent yet (the
+    #: harness reads its fake model server's request log).
+    failed_request: Callable[[], bool] | None = None
     _step_started: float = 0.0
 
     def turn_tasks(self) -> list[str]:
@@ -86,7 +97,7 @@ class SessionSteps:
         turn = self.turn if self.turn is not None else self.session._turn
         if turn is None or turn.done.is_set() or self.session._turn is not turn:
             return Phase.AFTER_END
-        return phase_of(self.session, turn)
+        return phase_of(self.session, turn, self)
 
     def _inject(self) -> None:
         phase = self.phase()
@@ -124,25 +135,53 @@ class ObservedStore(MemoryStore):
             self.committing -= 1
 
 
-def phase_of(session: Session, turn: Turn) -> str:
+def phase_of(session: Session, turn: Turn, steps: SessionSteps | None = None) -> str:
     """The phase of a running turn (see `Phase`), from the state the loop keeps honest."""
-    if isinstance(session.store, ObservedStore) and session.store.committing:
+    store = session.store
+    if getattr(store, "fired", None) is not None:  # stress.faults.FaultyStore
+        return Phase.STORE_ERROR
+    if isinstance(store, ObservedStore) and store.committing:
         return Phase.COMMIT
+    if steps is not None and steps.failed_request is not None and steps.failed_request():
+        return Phase.RETRY_WAIT
+    if session.approvals.pending():
+        return Phase.PERMISSION_WAIT
+    if steps is not None and steps.hooks_running:
+        return Phase.HOOK
+    last = session.last_compaction
+    if session.auto_compacted_turn == turn.id and (last is None or last.turn_id != turn.id):
+        return Phase.COMPACTION
     if turn.streaming is not None:
         return Phase.STREAMING_TOOL_CALL if turn.streaming.announced else Phase.STREAMING
     if turn.running is not None:
         return Phase.TOOL_RUNNING
     if turn.step == 0:
         return Phase.START
-    last = session.context[-1] if session.context else None
+    tail = session.context[-1] if session.context else None
     if turn.pending:
-        return Phase.BETWEEN_CALLS if isinstance(last, ToolResult) else Phase.BATCH_COMMITTED
-    if isinstance(last, AssistantMessage) and not last.tool_calls:
+        return Phase.BETWEEN_CALLS if isinstance(tail, ToolResult) else Phase.BATCH_COMMITTED
+    if isinstance(tail, AssistantMessage) and not tail.tool_calls:
         return Phase.FINISHING
-    if isinstance(last, ToolResult):
+    if isinstance(tail, ToolResult):
         return Phase.BETWEEN_STEPS
     # The user message is committed and the first request is being prepared.
     return Phase.START
+
+
+def _count_hooks(session: Session, steps: SessionSteps) -> None:
+    """Count the session's running hook processes in `steps.hooks_running`.
+
+    Wraps the session's `HookRunner._run_one` (one hook process, from spawn to reaped)."""
+    run_one: Callable[..., Awaitable[Any]] = session.hooks._run_one
+
+    async def counted(*args: Any, **kwargs: Any) -> Any:
+        steps.hooks_running += 1
+        try:
+            return await run_one(*args, **kwargs)
+        finally:
+            steps.hooks_running -= 1
+
+    setattr(session.hooks, "_run_one", counted)  # noqa: B010 (a method, set on the instance)
 
 
 class StepInstrument(trio.abc.Instrument):
@@ -155,6 +194,7 @@ class StepInstrument(trio.abc.Instrument):
         session: Session,
         *,
         cancel_at: int | None = None,
+        cancel_in: tuple[str, int] | None = None,
         record_phases: bool = False,
         reason: str = "stress cancel",
     ) -> SessionSteps:
@@ -162,8 +202,9 @@ class StepInstrument(trio.abc.Instrument):
         nursery = session._nursery
         if nursery is None:
             raise RuntimeError("the session has no nursery (not started, or closed)")
-        steps = SessionSteps(session, cancel_at, record_phases, reason)
+        steps = SessionSteps(session, cancel_at, record_phases, reason, cancel_in=cancel_in)
         self._by_nursery[nursery] = steps
+        _count_hooks(session, steps)
         return steps
 
     def unwatch(self, steps: SessionSteps) -> None:
@@ -215,7 +256,13 @@ class StepInstrument(trio.abc.Instrument):
                 owner.turn = owner.session._turn
             if owner.record_phases:
                 owner.phases.append(owner.phase())
-            if owner.cancel_at == owner.steps and owner.cancel is None:
+            if owner.cancel_in is not None and owner.cancel is None:
+                target, n = owner.cancel_in
+                if owner.phase() == target:
+                    owner.seen_in += 1
+                    if owner.seen_in == n:
+                        owner._inject()
+            elif owner.cancel_at == owner.steps and owner.cancel is None:
                 owner._inject()
         except Exception as exc:  # a hook must not raise; report it instead
             owner.errors.append(f"instrument error after step {owner.steps}: {exc!r}")
