@@ -20,7 +20,14 @@ import tomllib
 from pathlib import Path
 
 from rawtrio.config.errors import ConfigFileError, key_path, problem
-from rawtrio.config.loader import PROJECT_FILE, needs_trust, read_layer, read_toml, repo_root
+from rawtrio.config.loader import (
+    PROJECT_FILE,
+    needs_trust,
+    project_root,
+    read_layer,
+    read_toml,
+    repo_root,
+)
 from rawtrio.config.trust import TrustStore, file_digest
 
 
@@ -39,6 +46,7 @@ def save_allow_rule(
     trust_store: TrustStore | None = None,
 ) -> None:
     folder = project_file.parent.parent
+    _check_inside_project(project_file, project_root(folder))
     existed = project_file.exists()
     old = project_file.read_text(encoding="utf-8") if existed else ""
     was_in_effect = (
@@ -77,6 +85,23 @@ def save_allow_rule(
         raise
     if was_in_effect and trust_store is not None:
         trust_store.trust(folder, file_digest(project_file))
+
+
+def _check_inside_project(project_file: Path, root: Path) -> None:
+    """The file is written only inside its project: a `.rawtrio` that is a symlink out of
+    the project (to your own config folder, say) must not receive project allow rules."""
+    real = Path(os.path.realpath(project_file))
+    if not real.is_relative_to(root):
+        raise ConfigFileError(
+            [
+                problem(
+                    project_file,
+                    "",
+                    f"resolves to {real}, outside the project {root}; rawtrio writes a "
+                    "project's config only inside the project, so the rule was not saved",
+                )
+            ]
+        )
 
 
 def _toml_str(value: str) -> str:

@@ -55,6 +55,9 @@ MAX_NESTING: Final = 64
 #: Problems that another file may fix, so they are only reported for the merged result.
 _WHOLE_ONLY: Final = frozenset({"missing", "value_error"})
 
+#: Permission modes that run tools without asking; a project may set them only once trusted.
+_LOOSE_MODES: Final = ("accept-edits", "bypass")
+
 SourceOf = Callable[[Loc], str]
 
 
@@ -65,6 +68,8 @@ class ConfigLayer:
     data: Mapping[str, Any]
     #: sha256 of the bytes parsed (what project trust is granted for).
     sha256: str = ""
+    #: Warnings about entries left out of this file (a project's skill folder outside it).
+    notices: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +212,7 @@ def load_config(
     merged: dict[str, Any] = {}
     for layer in layers:
         merged = merge(merged, layer.data)
+        notices.extend(layer.notices)
     try:
         config = RawtrioConfig.model_validate(merged)
     except ValidationError as e:
@@ -227,7 +233,10 @@ def load_config(
 def read_layer(
     kind: Literal["user", "project"], path: Path, *, within: Path | None = None
 ) -> ConfigLayer:
+    """One file, checked alone. `within`: the project a project file belongs to; the skill
+    folders it names must lie inside it (those outside are left out, with a notice)."""
     raw, digest = read_toml_with_digest(path, within=within)
+    notices = _confine_skill_dirs(raw, path, within) if within is not None else ()
     data = _absolutize(raw, path.parent)
     try:
         RawtrioConfig.model_validate(data)
@@ -235,12 +244,45 @@ def read_layer(
         own = [d for d in e.errors(include_url=False) if d["type"] not in _WHOLE_ONLY]
         if own:
             raise from_error_details(own, RawtrioConfig, lambda _: str(path)) from None
-    return ConfigLayer(kind, path, data, digest)
+    return ConfigLayer(kind, path, data, digest, notices)
+
+
+def _confine_skill_dirs(data: dict[str, Any], path: Path, project: Path) -> tuple[str, ...]:
+    """Keep only the `skill_dirs` entries of a project file that lie inside the project.
+
+    Each entry is taken against the file's folder (`~` expanded) and resolved with every
+    symlink followed; it is replaced by that resolved path, so discovery reads it confined
+    to the project. An entry outside (`/home/user/.ssh`, `../../other`, a link out of the
+    project) is dropped with a notice naming the file and the entry: skills are skipped,
+    never fatal. The user's own files may name any folder."""
+    entries = data.get("skill_dirs")
+    if not isinstance(entries, list):
+        return ()
+    root = Path(os.path.realpath(project))
+    kept: list[Any] = []
+    notices: list[str] = []
+    for i, entry in enumerate(entries):
+        if not isinstance(entry, str) or not entry:
+            kept.append(entry)  # the schema reports it
+            continue
+        given = Path(entry).expanduser()
+        real = Path(os.path.realpath(given if given.is_absolute() else path.parent / given))
+        if real.is_relative_to(root):
+            kept.append(str(real))
+            continue
+        notices.append(
+            f"{path}: {key_path(('skill_dirs', i))} = {entry!r} resolves to {real}, outside "
+            f"the project {root}; rawtrio reads a project's skills only from inside the "
+            "project; skipped"
+        )
+    data["skill_dirs"] = kept
+    return tuple(notices)
 
 
 def needs_trust(data: Mapping[str, Any]) -> tuple[str, ...]:
-    """What in a (project) file runs code, grants permissions, receives API keys or names
-    files to read (a prompt file, a file variable: their text reaches the model)."""
+    """What in a (project) file runs code, grants permissions (allow rules, a permission
+    mode that skips asking, file tools let out of the working directory), receives API keys
+    or names files to read (a prompt file, a file variable)."""
     reasons: list[str] = []
     agents = _table(data.get("agents"))
     if data.get("hooks") or any(_table(a).get("hooks") for a in agents.values()):
@@ -258,6 +300,12 @@ def needs_trust(data: Mapping[str, Any]) -> tuple[str, ...]:
         reasons.append("model base_url")
     if any("prompt_file" in _table(a) for a in agents.values()):
         reasons.append("prompt_file")
+    # Settings that loosen the user's own: tools that run without asking, file tools let
+    # out of the working directory.
+    if any(_table(a).get("permission_mode") in _LOOSE_MODES for a in agents.values()):
+        reasons.append("permission_mode " + "/".join(_LOOSE_MODES))
+    if any(_table(a).get("confine_paths") is False for a in agents.values()):
+        reasons.append("confine_paths = false")
     return tuple(reasons)
 
 

@@ -1,7 +1,9 @@
 """Which project folders the user trusts to run code from their `.rawtrio/config.toml`.
 
 A cloned repository's config file can define hooks, command variables and MCP servers
-(which run programs), allow rules (which let tools run without asking), model base URLs
+(which run programs), allow rules and an `accept-edits` or `bypass` permission mode (which
+let tools run without asking), `confine_paths = false` (which lets the file tools out of
+the working directory), model base URLs
 (which receive API keys) and prompt files or file variables (which name files whose text
 reaches the model). Such a file takes effect only once the user trusted its folder;
 trust is remembered per folder *and* file hash, so a changed file must be trusted again.

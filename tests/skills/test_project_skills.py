@@ -5,6 +5,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
+from rawtrio.cli import build_parser
+from rawtrio.settings import prepare_session
 from rawtrio.skills import discover_skills
 
 SKILL = "---\nname: {name}\ndescription: does {name}\n---\nBody of {name}.\n"
@@ -51,3 +55,68 @@ def test_a_users_skill_may_link_anywhere_but_proc(tmp_path: Path) -> None:
     assert [s.name for s in found.skills] == ["shared"]
     (warning,) = found.warnings
     assert "never reads files under /proc" in warning
+
+
+async def session_prompt(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, repo: Path
+) -> tuple[str, tuple[str, ...]]:
+    """The system prompt and notices of a session set up in `repo`, the user's config file
+    being tmp_path/user.toml and `~` tmp_path/home."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home" / ".config"))
+    monkeypatch.setenv("RAWTRIO_CONFIG", str(tmp_path / "user.toml"))
+    monkeypatch.setenv("RAWTRIO_STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-test-skill-dirs")
+    args = build_parser().parse_args(["-p", "hi", "--cwd", str(repo)])
+    setup = await prepare_session(args, headless=True)
+    return setup.options.system_prompt or "", setup.notices
+
+
+def skills_in(tmp_path: Path, *where: tuple[str, str]) -> Path:
+    """A repository at tmp_path/work/repo, and a skill NAME in each folder (tmp-relative)."""
+    repo = tmp_path / "work" / "repo"
+    (repo / ".git").mkdir(parents=True)
+    for folder, name in where:
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "SKILL.md").write_text(SKILL.format(name=name))
+    (tmp_path / "user.toml").write_text("")
+    return repo
+
+
+async def test_a_projects_skill_dirs_never_reach_outside_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Through session setup: a project's `skill_dirs` naming folders outside the project
+    (`~`, `../..`, absolute) add no skill to the prompt, each skipped with a notice."""
+    repo = skills_in(
+        tmp_path,
+        ("home/.ssh/keys", "ssh"),
+        ("work/other/s", "other"),
+        ("abs/s", "absolute"),
+        ("work/repo/tools/skills/s", "inside"),
+    )
+    config = repo / ".rawtrio" / "config.toml"
+    config.parent.mkdir()
+    config.write_text(
+        f'skill_dirs = ["~/.ssh", "../../other", "{tmp_path}/abs", "../tools/skills"]\n'
+    )
+    prompt, notices = await session_prompt(tmp_path, monkeypatch, repo)
+    assert "- inside: does inside" in prompt
+    for name in ("ssh", "other", "absolute"):
+        assert f"does {name}" not in prompt
+    skipped = [n for n in notices if "outside the project" in n]
+    assert [n.split(" resolves")[0] for n in skipped] == [
+        f"{config}: skill_dirs[0] = '~/.ssh'",
+        f"{config}: skill_dirs[1] = '../../other'",
+        f"{config}: skill_dirs[2] = '{tmp_path}/abs'",
+    ]
+
+
+async def test_the_users_skill_dirs_may_be_anywhere(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = skills_in(tmp_path, ("team/s", "team"))
+    (tmp_path / "user.toml").write_text(f'skill_dirs = ["{tmp_path}/team"]\n')
+    prompt, notices = await session_prompt(tmp_path, monkeypatch, repo)
+    assert "- team: does team" in prompt
+    assert notices == ()
