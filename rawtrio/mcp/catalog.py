@@ -60,6 +60,10 @@ def config_hash(config: McpServerConfig) -> str:
 
 
 def cache_path(cache_dir: Path, server: str, config: McpServerConfig) -> Path:
+    """The cache file of one server, always directly inside `cache_dir`: a name that could
+    not be a file name there (`..`, `/`, a name the runtime would skip anyway) is hashed."""
+    if not SERVER_NAME_RE.match(server) or server.strip(".") == "":
+        server = "name-" + hashlib.sha256(server.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     return cache_dir / f"{server}-{config_hash(config)}.json"
 
 

@@ -181,6 +181,17 @@ def test_the_tool_list_cache_round_trips_and_follows_the_config(tmp_path: Path) 
     assert catalog.load_cached(tmp_path, "s", config) is None
 
 
+def test_a_server_name_never_puts_its_cache_file_outside_the_cache_dir(tmp_path: Path) -> None:
+    cache = tmp_path / "cache" / "mcp"
+    cache.mkdir(parents=True)
+    config = McpServerConfig(command=["x"])
+    for name in ("../../x", "..", "a/b", "/abs", "..\\x", "x\ud800"):
+        assert catalog.cache_path(cache, name, config).parent == cache
+        catalog.save_cached(cache, name, config, [_tool("a")])
+        assert catalog.load_cached(cache, name, config) == [_tool("a")]
+    assert sorted(p.parent for p in tmp_path.rglob("*.json")) == [cache] * 6
+
+
 def test_the_log_keeps_the_last_lines_cut_to_length() -> None:
     log = ServerLog(max_lines=3, max_line_chars=10)
     for i in range(5):
