@@ -334,7 +334,9 @@ class EndFollowingListBox(urwid.ListBox[int]):
             self.set_focus_pending = self.set_focus_valign_pending = None
             self._walker.set_focus(last)
             height = self._walker[last].rows((cols,), focus)
-            self.shift_focus(size, rows - height)
+            offset, inset = self.get_focus_offset_inset(size)
+            if offset - inset != rows - height:
+                self.shift_focus(size, rows - height)
         return super().render(size, focus)
 
 
