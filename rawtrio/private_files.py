@@ -70,14 +70,15 @@ def tighten(path: Path) -> bool:
     """Make an existing file 0600 (a folder 0700) when it is looser; True when it was.
 
     Only group and other bits count as looser (a file the user made read-only stays so);
-    the notice is logged once per path.
+    the notice is logged once per path. What another user owns, and a shared folder with
+    the sticky bit (`RAWTRIO_STATE_DIR=/tmp`), are left alone: not ours to change.
     """
     try:
         st = os.stat(path)
     except FileNotFoundError:
         return False
     mode = stat.S_IMODE(st.st_mode)
-    if not mode & 0o077:
+    if not mode & 0o077 or st.st_uid != os.geteuid() or mode & stat.S_ISVTX:
         return False
     want = DIR_MODE if stat.S_ISDIR(st.st_mode) else FILE_MODE
     os.chmod(path, want)

@@ -156,3 +156,16 @@ def test_the_mcp_tool_cache_is_private(state: Path) -> None:
     save_cached(cache, "s", McpServerConfig(command=["x"]), [tool])
     assert len(list(cache.iterdir())) == 1
     assert not_private(state) == []
+
+
+def test_a_shared_sticky_folder_named_as_the_state_dir_is_left_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)  # like /tmp
+    monkeypatch.setenv("RAWTRIO_STATE_DIR", str(shared))
+    with default_umask():
+        write_private(shared / "trust.json", "{}")
+    assert mode(shared) == 0o1777
+    assert mode(shared / "trust.json") == 0o600
