@@ -1,15 +1,36 @@
 # Two commands on a fresh machine: `make run` and `make test`.
-PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 BUDGET ?= 120
 ARGS ?=
 
-.PHONY: tmux run test lint stress bench clean
+# rawtrio needs Python >= 3.11: the first of these that is recent enough, unless PYTHON is
+# given (`make PYTHON=python3.12 run`).
+PY_OK := import sys; sys.exit(sys.version_info < (3, 11))
+ifeq ($(origin PYTHON),undefined)
+PYTHON := $(or $(shell for p in python3 python3.13 python3.12 python3.11; do \
+	$$p -c '$(PY_OK)' 2>/dev/null && { echo $$p; break; }; done),python3)
+endif
+PY_VERSION := import sys; print(*sys.version_info[:2], sep=".")
+# A venv made by another Python (an older `make` with 3.10, an upgraded system Python) is
+# rebuilt, not reused.
+ifneq ($(shell $(PYTHON) -c '$(PY_VERSION)' 2>/dev/null),$(shell $(BIN)/python -c '$(PY_VERSION)' 2>/dev/null))
+$(STAMP): rebuild-venv
+endif
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
+.PHONY: tmux run test lint stress bench clean python-version rebuild-venv
+
+python-version:
+	@$(PYTHON) -c '$(PY_OK)' 2>/dev/null || { \
+		echo "rawtrio needs Python 3.11 or newer; $(PYTHON) is" \
+			"$$($(PYTHON) --version 2>&1 || echo 'not installed')." >&2; \
+		echo "Install Python 3.11+ and run e.g. 'make PYTHON=python3.11 run'." >&2; exit 1; }
+
+rebuild-venv:
+
+$(STAMP): pyproject.toml | python-version
+	$(PYTHON) -m venv --clear $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 	$(BIN)/pip install -q -e '.[dev]'
 	touch $(STAMP)

@@ -13,6 +13,7 @@ import os
 from pathlib import Path
 from typing import IO
 
+from rawtrio.private_files import private_file
 from rawtrio.redaction import LOG_FILTER
 
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
@@ -39,7 +40,6 @@ def log_to_stream(stream: IO[str]) -> None:
 
 
 def log_to_file(path: Path) -> None:
-    """Append log records to `path` (created with its folder, readable by the user only)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.touch(mode=0o600, exist_ok=True)
+    """Append log records to `path` (created 0600 in a 0700 folder, tightened if looser)."""
+    private_file(path)
     _install(logging.FileHandler(path, encoding="utf-8"))

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rawtrio.contracts import ExitCode
+from rawtrio.private_files import write_private
 
 if TYPE_CHECKING:
     from rawtrio.config import ResolvedAgent
@@ -245,10 +246,7 @@ def _append(path: Path, tables: str, names: list[str], source: str) -> int:
             f"rawtrio: {path} is not a valid config file, nothing written: {exc}", file=sys.stderr
         )
         return ExitCode.USAGE
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".toml.tmp")
-    tmp.write_text(combined, "utf-8")
-    tmp.replace(path)
+    write_private(path, combined)
     print(f"wrote {len(names)} server(s) to {path}: {', '.join(names)}")
     print(f"select them per agent, e.g. [agents.default] mcp_servers = {names!r}".replace("'", '"'))
     return ExitCode.COMPLETED

@@ -24,7 +24,6 @@ from __future__ import annotations
 import hmac
 import json
 import logging
-import os
 import secrets
 import uuid
 from collections.abc import Sequence
@@ -43,6 +42,7 @@ from trio_websocket import (
 
 from rawtrio.acp.agent import AcpAgent, serve_peer
 from rawtrio.acp.jsonrpc import DEFAULT_OUTBOX, Peer
+from rawtrio.private_files import write_private
 
 log = logging.getLogger(__name__)
 
@@ -184,13 +184,7 @@ def new_token() -> str:
 
 def write_state_file(path: Path, info: dict[str, Any]) -> None:
     """`acp-ws.json`, readable by the user only (it holds the token)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as f:
-        json.dump(info, f)
-        f.write("\n")
-    os.replace(tmp, path)
+    write_private(path, json.dumps(info) + "\n")
 
 
 async def serve(

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from rawtrio.config.errors import ConfigFileError, problem
+from rawtrio.private_files import write_private
 
 STARTER = """\
 # rawtrio configuration. Reference: docs/configuration.md; schema: docs/config.schema.json.
@@ -71,6 +72,5 @@ def write_starter(path: Path, *, force: bool = False) -> Path:
         raise ConfigFileError(
             [problem(path, "", "the file already exists; edit it, or pass --force to replace it")]
         )
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(STARTER, encoding="utf-8")
+    write_private(path, STARTER)
     return path

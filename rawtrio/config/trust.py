@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,6 +26,7 @@ import platformdirs
 
 from rawtrio.config.errors import ConfigFileError, problem
 from rawtrio.config.safe_read import MAX_CONFIG_BYTES, read_bounded
+from rawtrio.private_files import write_private
 
 STATE_DIR_ENV: Final = "RAWTRIO_STATE_DIR"
 _VERSION: Final = 1
@@ -101,13 +100,5 @@ class TrustStore:
         return folders
 
     def _write(self, folders: dict[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         text = json.dumps({"version": _VERSION, "folders": folders}, indent=2, sort_keys=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".trust-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as f:
-                f.write(text + "\n")
-            os.replace(tmp, self.path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        write_private(self.path, text + "\n")

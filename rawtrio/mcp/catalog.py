@@ -18,7 +18,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -26,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from rawtrio.config.resolve import select_tools
+from rawtrio.private_files import write_private
 
 if TYPE_CHECKING:
     import mcp_types as types
@@ -108,10 +108,7 @@ def save_cached(
         "tools": [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in tools],
     }
     with contextlib.suppress(OSError):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(f".{os.getpid()}.tmp")
-        tmp.write_text(json.dumps(data), encoding="utf-8")
-        tmp.replace(path)
+        write_private(path, json.dumps(data))
 
 
 def selected(

@@ -22,6 +22,7 @@ import re
 from pathlib import Path
 
 from rawtrio.errors import SessionLocked
+from rawtrio.private_files import FILE_MODE, private_dir
 
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 
@@ -44,10 +45,10 @@ class Leases:
         """Take the lease or raise `SessionLocked` at once (never waits)."""
         if session_id in self._held:
             return
-        self.dir.mkdir(parents=True, exist_ok=True)
+        private_dir(self.dir)
         path = self.path(session_id)
         while True:
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, FILE_MODE)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

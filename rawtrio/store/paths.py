@@ -11,8 +11,12 @@ from pathlib import Path
 
 import platformdirs
 
+from rawtrio.private_files import private_file, tighten
+
 STATE_DIR_ENV = "RAWTRIO_STATE_DIR"
 DB_NAME = "sessions.db"
+#: The files SQLite keeps beside a database (WAL mode, and rollback mode before it).
+SIDECARS = ("-wal", "-shm", "-journal")
 
 
 def state_dir() -> Path:
@@ -33,3 +37,15 @@ def fallback_paths(path: Path) -> list[Path]:
     Deterministic, so every later start finds the same replacement file again.
     """
     return [path.with_name(f"{path.stem}.{n}{path.suffix}") for n in range(2, 12)]
+
+
+def prepare_db_file(path: Path) -> None:
+    """Before SQLite opens `path`: the file exists, 0600, in a 0700 folder.
+
+    SQLite creates its `-wal`, `-shm` and `-journal` files with the database file's mode,
+    so creating the database first makes them private too; ones left looser by an older
+    rawtrio are tightened (with a notice), like the database itself.
+    """
+    private_file(path)
+    for suffix in SIDECARS:
+        tighten(path.with_name(path.name + suffix))

@@ -34,7 +34,7 @@ from rawtrio.store.base import ExportFormat, HistoryPage, SearchHit, SessionReco
 from rawtrio.store.errors import StoreError, StoreFull, StoreUnusable
 from rawtrio.store.fork import fork
 from rawtrio.store.lease import Leases
-from rawtrio.store.paths import default_db_path, fallback_paths
+from rawtrio.store.paths import default_db_path, fallback_paths, prepare_db_file
 from rawtrio.store.recovery import RecoveryReport
 from rawtrio.store.worker import DbWorker
 
@@ -331,7 +331,7 @@ def _deleter(session_id: str, before: float) -> Callable[[ops.Conn], bool]:
 def _open_file(path: Path) -> sqlite3.Connection:
     """Connect, check it is ours (before changing anything), set WAL, migrate."""
     schema.check_file(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    prepare_db_file(path)
     try:
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10)
     except sqlite3.DatabaseError as exc:

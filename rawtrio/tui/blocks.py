@@ -18,7 +18,7 @@ from __future__ import annotations
 import abc
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import urwid
@@ -310,12 +310,42 @@ class ToolBlock(Block):
         return head + body
 
 
+class EndFollowingListBox(urwid.ListBox[int]):
+    """A list box that, while it follows the end, shows the last row of the last block.
+
+    urwid keeps the focus block where it was when it grows, so a block that gains rows
+    after it was scrolled into view — a running tool's output line, a reply taller than
+    the screen — would grow below the bottom edge once the transcript fills the screen.
+    Anchoring at each render (with the size known) keeps whatever changed last in view.
+    """
+
+    def __init__(
+        self, walker: urwid.SimpleFocusListWalker[Any], following: Callable[[], bool]
+    ) -> None:
+        super().__init__(walker)
+        self._walker = walker
+        self._following = following
+
+    def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:  # type: ignore[override]
+        cols, rows = size
+        last = len(self._walker) - 1
+        if self._following() and last >= 0 and rows > 0:
+            # Whatever scrolling was asked for since the last render, the end wins.
+            self.set_focus_pending = self.set_focus_valign_pending = None
+            self._walker.set_focus(last)
+            height = self._walker[last].rows((cols,), focus)
+            offset, inset = self.get_focus_offset_inset(size)
+            if offset - inset != rows - height:
+                self.shift_focus(size, rows - height)
+        return super().render(size, focus)
+
+
 class Transcript:
     """Blocks built from session events, in a list box that renders only what is on screen."""
 
     def __init__(self) -> None:
         self.walker: urwid.SimpleFocusListWalker[Any] = urwid.SimpleFocusListWalker([])
-        self.listbox = urwid.ListBox(self.walker)
+        self.listbox = EndFollowingListBox(self.walker, lambda: self.follow)
         self.details = DetailsToggle()
         self.follow = True
         self._assistant: dict[tuple[str | None, int], AssistantBlock] = {}

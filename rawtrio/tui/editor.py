@@ -3,8 +3,9 @@
 Enter sends; Alt-Enter or Ctrl-J inserts a newline, and so does Enter inside a bracketed
 paste (a pasted text is inserted whole, never sent line by line). Up/Down on a one-line
 prompt walk the input history, which is kept in the state directory for every session
-(`tui_history.jsonl`, the last `HISTORY_LIMIT` prompts). Tab completes a slash command at
-the start of the prompt, or a path after `@` (relative to the session's directory).
+(`tui_history.jsonl`, the last `HISTORY_LIMIT` prompts, readable by the user only). Tab
+completes a slash command at the start of the prompt, or a path after `@` (relative to the
+session's directory).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import urwid
+
+from rawtrio.private_files import open_private, tighten, write_private
 
 HISTORY_LIMIT = 1000
 #: Paths offered for one `@` completion at most (a huge directory is cut, not listed).
@@ -29,6 +32,7 @@ class History:
         self.items: list[str] = []
         if path is not None:
             try:
+                tighten(path)
                 with path.open(encoding="utf-8") as f:
                     for line in f:
                         try:
@@ -48,13 +52,11 @@ class History:
         if self.path is None:
             return
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
             if len(self.items) > HISTORY_LIMIT * 2:
                 self.items = self.items[-HISTORY_LIMIT:]
-                body = "".join(json.dumps(i) + "\n" for i in self.items)
-                self.path.write_text(body, encoding="utf-8")
+                write_private(self.path, "".join(json.dumps(i) + "\n" for i in self.items))
             else:
-                with self.path.open("a", encoding="utf-8") as f:
+                with open_private(self.path, "a") as f:
                     f.write(json.dumps(text) + "\n")
         except OSError:
             pass  # history is a convenience: a read-only state dir must not stop the chat

@@ -39,9 +39,10 @@ from rawtrio.runtime.session import SessionOptions
 from rawtrio.store.memory import MemoryStore
 from rawtrio.testing.fake_model import FakeModelServer, Scenario, open_fake_model_server
 from rawtrio.tools.base import ToolSettings
-from stress.bench.common import Figure, median, percentile
+from stress.bench.common import Figure, Options, median, percentile
 
 DEFAULT_RUNS: Final = 50
+SMOKE_RUNS: Final = 2
 #: The SIGTERM grace of the benchmark's sessions (small, like the test suites').
 GRACE_S: Final = 0.2
 #: Give up on one run after this long (a liveness bound, never a performance judgement).
@@ -76,7 +77,8 @@ class Sample:
     orphan_zombies: int
 
 
-async def run(runs: int) -> list[Figure]:
+async def run(options: Options) -> list[Figure]:
+    runs = options.runs
     with tempfile.TemporaryDirectory(prefix="rawtrio-bench-") as tmp:
         async with (
             open_fake_model_server(Scenario.from_dict(SCENARIO)) as server,

@@ -42,9 +42,10 @@ from rawtrio.providers import make_provider
 from rawtrio.runtime.prompt import BASE_PROMPT
 from rawtrio.testing.fake_model import Scenario, open_fake_model_server
 from rawtrio.tools.builtin import builtin_registry
-from stress.bench.common import Figure, median
+from stress.bench.common import Figure, Options, median
 
 DEFAULT_RUNS: Final = 20
+SMOKE_RUNS: Final = 2
 MESSAGES: Final = 200
 LOOPS: Final = 200
 WIRES: Final[tuple[ProviderKind, ...]] = ("anthropic", "openai-chat", "openai-responses")
@@ -82,14 +83,14 @@ def _request(messages: tuple[Message, ...]) -> pb.ModelRequest:
     )
 
 
-def per_step_us(messages: list[Message], *, reported: bool) -> float:
+def per_step_us(messages: list[Message], *, reported: bool, loops: int = LOOPS) -> float:
     base = _request(tuple(messages))
     acct = Accountant(window=200_000)
     acct.request_tokens(base)
     grown = list(messages)
-    extra = [AssistantMessage((TextPart("step reply " * 20),))] * LOOPS
+    extra = [AssistantMessage((TextPart("step reply " * 20),))] * loops
     started = time.perf_counter()
-    for i in range(LOOPS):
+    for i in range(loops):
         if reported:
             acct.reported(pb.UsageInfo(input_tokens=50_000), len(grown))
         else:
@@ -100,7 +101,7 @@ def per_step_us(messages: list[Message], *, reported: bool) -> float:
         usable = acct.usable(request.max_tokens) or 0
         _ = size > 0.8 * usable
         acct.max_tokens(min(size, 150_000), request.max_tokens)
-    return (time.perf_counter() - started) / LOOPS * 1e6
+    return (time.perf_counter() - started) / loops * 1e6
 
 
 async def estimate_errors(messages: list[Message]) -> dict[ProviderKind, float]:
@@ -129,17 +130,21 @@ async def estimate_errors(messages: list[Message]) -> dict[ProviderKind, float]:
     return errors
 
 
-async def run(runs: int) -> list[Figure]:
-    messages = transcript(MESSAGES)
-    with_count = median([per_step_us(messages, reported=True) for _ in range(runs)])
-    without = median([per_step_us(messages, reported=False) for _ in range(max(1, runs // 4))])
+async def run(options: Options) -> list[Figure]:
+    runs = options.runs
+    messages = transcript(options.size(MESSAGES, 20))
+    loops = options.size(LOOPS, 20)
+    with_count = median([per_step_us(messages, reported=True, loops=loops) for _ in range(runs)])
+    without = median(
+        [per_step_us(messages, reported=False, loops=loops) for _ in range(max(1, runs // 4))]
+    )
     started = time.perf_counter()
     for _ in range(20):
         plan(messages, keep_last_turns=2, tail_budget=20_000)
     plan_us = (time.perf_counter() - started) / 20 * 1e6
     await trio.lowlevel.checkpoint()
     errors = await estimate_errors(messages)
-    note = f"{len(messages)} messages, {LOOPS} steps, median of {runs} runs"
+    note = f"{len(messages)} messages, {loops} steps, median of {runs} runs"
     figures = [
         Figure.against(
             "accounting per step (reported count + added)", with_count, "us", None, note

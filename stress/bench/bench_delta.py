@@ -45,9 +45,10 @@ from rawtrio.runtime.session import Session, SessionOptions
 from rawtrio.store.memory import MemoryStore
 from rawtrio.testing.fake_model import Scenario, open_fake_model_server
 from rawtrio.tools.builtin import builtin_registry
-from stress.bench.common import Figure, median, percentile
+from stress.bench.common import Figure, Options, median, percentile
 
 DEFAULT_RUNS: Final = 10
+SMOKE_RUNS: Final = 1
 #: Deltas in the long stream of each measurement.
 DELTAS: Final = 5000
 #: A budget of DESIGN.md §7, in microseconds.
@@ -129,14 +130,14 @@ async def synthetic_turn(cwd: Path, count: int) -> float:
     return turn_s - (time.perf_counter() - started)
 
 
-async def overhead_per_delta_us(cwd: Path) -> float:
-    long = await synthetic_turn(cwd, DELTAS)
-    short = await synthetic_turn(cwd, DELTAS // 10)
-    return (long - short) / (DELTAS - DELTAS // 10) * 1e6
+async def overhead_per_delta_us(cwd: Path, deltas: int) -> float:
+    long = await synthetic_turn(cwd, deltas)
+    short = await synthetic_turn(cwd, deltas // 10)
+    return (long - short) / (deltas - deltas // 10) * 1e6
 
 
-async def lockstep_latencies_us(cwd: Path) -> list[float]:
-    provider = SyntheticProvider(DELTAS, lockstep=True)
+async def lockstep_latencies_us(cwd: Path, deltas: int) -> list[float]:
+    provider = SyntheticProvider(deltas, lockstep=True)
     received: list[int] = []
 
     def on_delta() -> None:
@@ -152,7 +153,9 @@ async def lockstep_latencies_us(cwd: Path) -> list[float]:
     return [(r - y) / 1000 for y, r in zip(provider.yielded_ns, received, strict=True)]
 
 
-async def real_sdk_overhead_us(runtime: Runtime, settings: pb.ProviderSettings, cwd: Path) -> float:
+async def real_sdk_overhead_us(
+    runtime: Runtime, settings: pb.ProviderSettings, cwd: Path, deltas: int
+) -> float:
     session = await runtime.create_session(_options(cwd, settings))
     turn_s = await timed_turn(session)
     await session.close()
@@ -172,23 +175,25 @@ async def real_sdk_overhead_us(runtime: Runtime, settings: pb.ProviderSettings, 
         direct_s = time.perf_counter() - started
     finally:
         await provider.aclose()
-    return (turn_s - direct_s) / DELTAS * 1e6
+    return (turn_s - direct_s) / deltas * 1e6
 
 
-async def run(runs: int) -> list[Figure]:
+async def run(options: Options) -> list[Figure]:
+    runs = options.runs
+    deltas = options.size(DELTAS, 200)
     scenario = Scenario.from_dict(
-        {"rules": [{"match": "*", "replies": [{"text": "x" * DELTAS, "chunk": 1}]}]}
+        {"rules": [{"match": "*", "replies": [{"text": "x" * deltas, "chunk": 1}]}]}
     )
     with (
         tempfile.TemporaryDirectory(prefix="rawtrio-bench-") as tmp,
         trio.fail_after(RUN_LIMIT_S * runs),
     ):
         cwd = Path(tmp)
-        await overhead_per_delta_us(cwd)  # warm-up
-        overheads = [await overhead_per_delta_us(cwd) for _ in range(runs)]
+        await overhead_per_delta_us(cwd, deltas)  # warm-up
+        overheads = [await overhead_per_delta_us(cwd, deltas) for _ in range(runs)]
         latencies: list[float] = []
         for _ in range(runs):
-            latencies += await lockstep_latencies_us(cwd)
+            latencies += await lockstep_latencies_us(cwd, deltas)
         async with (
             open_fake_model_server(scenario) as server,
             open_runtime(MemoryStore()) as runtime,
@@ -196,9 +201,9 @@ async def run(runs: int) -> list[Figure]:
             settings = pb.ProviderSettings(
                 kind="anthropic", model="m", api_key="k", base_url=server.base_url, max_retries=0
             )
-            await real_sdk_overhead_us(runtime, settings, cwd)  # warm-up
-            real = [await real_sdk_overhead_us(runtime, settings, cwd) for _ in range(runs)]
-    note = f"{runs} runs of {DELTAS} one-character deltas"
+            await real_sdk_overhead_us(runtime, settings, cwd, deltas)  # warm-up
+            real = [await real_sdk_overhead_us(runtime, settings, cwd, deltas) for _ in range(runs)]
+    note = f"{runs} runs of {deltas} one-character deltas"
     return [
         Figure.against(
             "overhead per delta, synthetic stream (median)",

@@ -39,9 +39,10 @@ from typing import Any, Final
 import trio
 
 from rawtrio.testing.fake_model import FakeModelServer, Scenario, open_fake_model_server
-from stress.bench.common import Figure, median
+from stress.bench.common import Figure, Options, median
 
 DEFAULT_RUNS: Final = 10
+SMOKE_RUNS: Final = 1
 VERSION_TARGET_MS: Final = 50.0
 FIRST_REQUEST_EXTRA_MS: Final = 150.0
 RSS_TARGET_MB: Final = 110.0
@@ -159,7 +160,8 @@ async def headless_vs_sdk(runs: int, cwd: Path) -> tuple[list[float], list[float
     return sdk_ms, first_ms, peak_mb
 
 
-async def run(runs: int) -> list[Figure]:
+async def run(options: Options) -> list[Figure]:
+    runs = options.runs
     env = dict(os.environ)
     with (
         tempfile.TemporaryDirectory(prefix="rawtrio-bench-") as tmp,

@@ -56,9 +56,10 @@ from rawtrio.messages import AssistantMessage, Message, TextPart, ToolCall, Tool
 from rawtrio.runtime.session import PENDING_NOTE_KEY
 from rawtrio.store import ops
 from rawtrio.store.sqlite import SqliteStore
-from stress.bench.common import Figure, median, percentile
+from stress.bench.common import Figure, Options, median, percentile
 
 DEFAULT_RUNS: Final = 30
+SMOKE_RUNS: Final = 2
 TURNS: Final = 1_000
 #: Text deltas of a turn's first step; with them a turn has 100 display events.
 DELTAS: Final = 60
@@ -390,9 +391,9 @@ async def measure_commit(path: Path, session_id: str, runs: int, prose: Prose) -
     ]
 
 
-async def build_search_db(path: Path, prose: Prose) -> tuple[int, str, str]:
-    """1,000 sessions; returns the indexed event count, a common and a rare word."""
-    sessions = [f"s{i:04d}" for i in range(SEARCH_SESSIONS)]
+async def build_search_db(path: Path, prose: Prose, count: int) -> tuple[int, str, str]:
+    """`count` sessions; returns the indexed event count, a common and a rare word."""
+    sessions = [f"s{i:04d}" for i in range(count)]
     await build(path, sessions, SEARCH_TURNS, SEARCH_DELTAS, prose)
     conn = sqlite3.connect(path)
     try:
@@ -402,8 +403,8 @@ async def build_search_db(path: Path, prose: Prose) -> tuple[int, str, str]:
     return int(indexed), prose.words[0], prose.words[-1]
 
 
-async def measure_search(path: Path, runs: int, prose: Prose) -> list[Figure]:
-    indexed, common, rare = await build_search_db(path, prose)
+async def measure_search(path: Path, runs: int, prose: Prose, count: int) -> list[Figure]:
+    indexed, common, rare = await build_search_db(path, prose, count)
     queries = {
         "common word": common,
         "rare word": rare,
@@ -418,7 +419,7 @@ async def measure_search(path: Path, runs: int, prose: Prose) -> list[Figure]:
             samples = [await timed(partial(store.search, query)) for _ in range(runs)]
             figures.append(
                 Figure.against(
-                    f"search 1,000 sessions: {label}, median",
+                    f"search {count:,} sessions: {label}, median",
                     median(samples),
                     "ms",
                     None,
@@ -429,18 +430,20 @@ async def measure_search(path: Path, runs: int, prose: Prose) -> list[Figure]:
     return figures
 
 
-async def run(runs: int) -> list[Figure]:
+async def run(options: Options) -> list[Figure]:
+    runs = options.runs
+    turns, sessions = options.size(TURNS, 20), options.size(SEARCH_SESSIONS, 20)
     prose = Prose(7)
     figures: list[Figure] = []
     with tempfile.TemporaryDirectory(prefix="rawtrio-bench-store-") as tmp:
         long_db = Path(tmp) / "long.db"
         started = time.perf_counter()
-        items = await build(long_db, ["long"], TURNS, DELTAS, prose)
+        items = await build(long_db, ["long"], turns, DELTAS, prose)
         built_s = time.perf_counter() - started
         size_mb = long_db.stat().st_size / 1e6
         figures.append(
             Figure.against(
-                "build: 1,000 turns, bulk",
+                f"build: {turns:,} turns, bulk",
                 built_s,
                 "s",
                 None,
@@ -450,11 +453,11 @@ async def run(runs: int) -> list[Figure]:
         figures += await measure_open(long_db, "long", runs)
         figures += await measure_pages(long_db, "long", items, runs)
         figures += await measure_commit(long_db, "long", runs * 5, prose)
-        figures += await measure_search(Path(tmp) / "search.db", runs, prose)
+        figures += await measure_search(Path(tmp) / "search.db", runs, prose, sessions)
     return figures
 
 
 if __name__ == "__main__":
     from stress.bench.__main__ import format_table
 
-    print(format_table([("store", f) for f in trio.run(run, 5)]))
+    print(format_table([("store", f) for f in trio.run(run, Options(runs=5))]))

@@ -1,22 +1,27 @@
-"""Benchmarks for the tools (figures only; nothing fails on timing).
+"""The tools: `grep` over a big tree, and how fast a cancelled `bash` is reaped.
 
-`python -m stress.bench.bench_tools` builds a 50,000-file tree and reports:
+Method: a tree of `FILES` small Python files (`PER_DIR` per folder) in a temporary folder,
+one in 997 holding the word searched for.
 
-- grep over it: rawtrio's `grep` tool vs `rg` (skipped, and said so, when missing) vs
-  `grep -r`, same pattern, same tree;
-- cancel latency of `bash`: from cancel to the handler's return with the group reaped, for
-  a cooperative command and one that ignores SIGTERM (which costs the grace period).
+- **grep over the tree**: rawtrio's `grep` tool (count mode) once, then `rg -c` (when
+  installed; said so otherwise) and `grep -r -c` with the same pattern on the same tree,
+  for comparison. One run each (the page cache is warm after building the tree).
+- **cancel latency of `bash`**: from the cancel of the handler's scope, taken once the
+  command printed "ready", to the handler's return with its process group reaped — for a
+  command that exits on SIGTERM and one that ignores it (which costs the grace period,
+  `GRACE_S`, then SIGKILL). Median and p99 of `runs` cancels each.
+
+`--smoke` builds 500 files instead of 50,000.
 """
 
 from __future__ import annotations
 
 import shutil
-import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Final
 
 import trio
 
@@ -24,14 +29,17 @@ from rawtrio.frozen import freeze
 from rawtrio.tools.base import ToolContext, ToolSettings
 from rawtrio.tools.bash import bash_tool
 from rawtrio.tools.grep import grep_tool
+from stress.bench.common import Figure, Options, median, percentile
 
-FILES = 50_000
-PER_DIR = 100
-GRACE_S = 0.2
+DEFAULT_RUNS: Final = 15
+SMOKE_RUNS: Final = 2
+FILES: Final = 50_000
+PER_DIR: Final = 100
+GRACE_S: Final = 0.2
 
 
-def build_tree(root: Path) -> None:
-    for i in range(FILES):
+def build_tree(root: Path, files: int) -> None:
+    for i in range(files):
         d = root / f"d{i // PER_DIR // 20}" / f"s{i // PER_DIR}"
         if i % PER_DIR == 0:
             d.mkdir(parents=True, exist_ok=True)
@@ -52,7 +60,7 @@ async def grep_tool_time(root: Path) -> tuple[float, int]:
     return time.perf_counter() - start, int(out.details["matches"])
 
 
-async def cancel_latency(command: str, runs: int = 15) -> list[float]:
+async def cancel_latency(command: str, runs: int) -> list[float]:
     settings = ToolSettings(sigterm_grace_s=GRACE_S)
     samples = []
     for n in range(runs):
@@ -79,33 +87,37 @@ async def cancel_latency(command: str, runs: int = 15) -> list[float]:
     return samples
 
 
-def ms(s: float) -> str:
-    return f"{s * 1000:.1f} ms"
-
-
-async def main() -> None:
-    with tempfile.TemporaryDirectory() as tmp:
+async def run(options: Options) -> list[Figure]:
+    files = options.size(FILES, 500)
+    figures: list[Figure] = []
+    with tempfile.TemporaryDirectory(prefix="rawtrio-bench-tools-") as tmp:
         root = Path(tmp)
-        print(f"building {FILES} files ...", flush=True)
-        build_tree(root)
+        build_tree(root, files)
         tool_s, matches = await grep_tool_time(root)
-        print(f"grep tool : {ms(tool_s)} ({matches} matches)")
+        note = f"{files:,} files, {matches} matches"
+        figures.append(Figure.against("grep tool over the tree", tool_s * 1000, "ms", None, note))
         if shutil.which("rg"):
-            print(f"rg        : {ms(timed(['rg', '-c', 'NEEDLE_42'], root))}")
+            rg_s = timed(["rg", "-c", "NEEDLE_42"], root)
+            figures.append(Figure.against("rg -c, same tree", rg_s * 1000, "ms", None))
         else:
-            print("rg        : skipped (ripgrep not installed)")
-        print(f"grep -r   : {ms(timed(['grep', '-r', '-c', 'NEEDLE_42', '.'], root))}")
-    for name, cmd in (
-        ("cooperative", "echo ready; sleep 30"),
-        ("ignores SIGTERM", "trap '' TERM; echo ready; sleep 30 & wait"),
+            figures.append(
+                Figure("rg -c, same tree", float("nan"), "ms", note="ripgrep not installed")
+            )
+        grep_s = timed(["grep", "-r", "-c", "NEEDLE_42", "."], root)
+        figures.append(Figure.against("grep -r -c, same tree", grep_s * 1000, "ms", None))
+    for name, cmd, grace in (
+        ("exits on SIGTERM", "echo ready; sleep 30", 0.0),
+        ("ignores SIGTERM", "trap '' TERM; echo ready; sleep 30 & wait", GRACE_S),
     ):
-        s = await cancel_latency(cmd)
-        q = statistics.quantiles(s, n=100)
-        print(
-            f"cancel latency, {name}: median {ms(statistics.median(s))}, "
-            f"p99 {ms(q[98])} (grace {GRACE_S} s)"
-        )
+        samples = [(s - grace) * 1000 for s in await cancel_latency(cmd, options.runs)]
+        label = f"bash cancel -> reaped, {name}" + (", x in grace + x" if grace else "")
+        note = f"{options.runs} cancels; grace {GRACE_S} s"
+        figures.append(Figure.against(f"{label} (median)", median(samples), "ms", None, note))
+        figures.append(Figure.against(f"{label} (p99)", percentile(samples, 99), "ms", None))
+    return figures
 
 
 if __name__ == "__main__":
-    sys.exit(trio.run(main))
+    from stress.bench.__main__ import format_table
+
+    print(format_table([("tools", f) for f in trio.run(run, Options(runs=DEFAULT_RUNS))]))

@@ -41,9 +41,10 @@ import psutil
 import trio
 
 from rawtrio.testing.fake_model import Scenario, open_fake_model_server
-from stress.bench.common import Figure, median, percentile
+from stress.bench.common import Figure, Options, median, percentile
 
 DEFAULT_RUNS: Final = 10
+SMOKE_RUNS: Final = 1
 START_TARGET_MS: Final = 300.0
 CANCEL_VISIBLE_TARGET_MS: Final = 100.0
 RSS_TARGET_MB: Final = 100.0
@@ -170,28 +171,30 @@ async def measure_chat(
     return starts, visible, outcome, rss_mb
 
 
-def streaming_throughput() -> float:
+def streaming_throughput(history: int = HISTORY, deltas: int = DELTAS) -> float:
     """Deltas per second rendered with a long history (see the module docstring)."""
     from rawtrio import events as ev
     from rawtrio.tui.blocks import Transcript
 
     transcript = Transcript()
-    for n in range(HISTORY):
+    for n in range(history):
         transcript.apply(ev.UserMessageCommitted(session_id="s", seq=n + 1, text=f"message {n}"))
     started = time.perf_counter()
     canvas = None  # the screen keeps the last frame, which keeps urwid's canvas cache alive
-    for n in range(DELTAS):
+    for n in range(deltas):
         text = "word **b" if n % 2 else ("old**\n\n" if n % 40 == 0 else "old** x ")
         transcript.apply(ev.TextDelta(session_id="s", turn_id="t", step=1, text=text))
         canvas = transcript.listbox.render((120, 36))
     del canvas
-    return DELTAS / (time.perf_counter() - started)
+    return deltas / (time.perf_counter() - started)
 
 
-async def run(runs: int) -> list[Figure]:
+async def run(options: Options) -> list[Figure]:
+    runs = options.runs
+    history, deltas = options.size(HISTORY, 200), options.size(DELTAS, 100)
     with tempfile.TemporaryDirectory(prefix="rawtrio-bench-tui-") as tmp:
         starts, visible, outcome, rss_mb = await measure_chat(runs, Path(tmp))
-    rate = streaming_throughput()
+    rate = streaming_throughput(history, deltas)
     note = f"{runs} cancels in one chat"
     return [
         Figure.against(
@@ -223,11 +226,11 @@ async def run(runs: int) -> list[Figure]:
             f"{note}; includes the tool's SIGTERM and reaping",
         ),
         Figure.against(
-            f"streamed deltas rendered/s, {HISTORY:,}-message history",
+            f"streamed deltas rendered/s, {history:,}-message history",
             rate,
             "/s",
             None,
-            f"{DELTAS} deltas, a frame rendered after each",
+            f"{deltas} deltas, a frame rendered after each",
         ),
         Figure.against("idle RSS", rss_mb, "MB", RSS_TARGET_MB, "after one turn, at the prompt"),
     ]

@@ -1,4 +1,5 @@
-"""What every benchmark module shares: the `Figure` it reports and a few statistics.
+"""What every benchmark module shares: the `Options` it is run with, the `Figure` it
+reports and a few statistics.
 
 A figure is one measured number next to its budget. `within` is None when the figure has
 no budget of its own (context such as the SDK's import time) or could not be judged.
@@ -10,6 +11,21 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class Options:
+    """How a benchmark is run (the argument of its `run` or `main`)."""
+
+    #: Repetitions: `--runs`, else the module's `DEFAULT_RUNS` (`SMOKE_RUNS` under --smoke).
+    runs: int
+    #: `--smoke`: tiny sizes, to check that the benchmark still runs (CI does, every
+    #: module in well under a minute in all); its figures mean nothing then.
+    smoke: bool = False
+
+    def size(self, full: int, smoke: int) -> int:
+        """A workload size: `full` normally, `smoke` under --smoke."""
+        return smoke if self.smoke else full
 
 
 @dataclass(frozen=True, slots=True)
