@@ -140,20 +140,27 @@ class AcpAgent:
     async def open(self, session_id: str, cwd: Path, mcp_servers: list[Any]) -> LiveSession:
         """The live session with this id, opened from the store if needed."""
         lock = self._opening.setdefault(session_id, trio.Lock())
-        async with lock:
-            live = self.sessions.get(session_id)
-            if live is not None and not live.session.closed:
-                return live
-            try:
-                await self.runtime.get_session(session_id)
-            except UnknownSession:
-                raise unknown_session(session_id) from None
-            options = await self.options(cwd, mcp_servers)
-            try:
-                session = await self.runtime.open_session(session_id, options)
-            except SessionLocked as exc:
-                raise RpcError(INTERNAL_ERROR, str(exc)) from None
-            return await self._live(session)
+        try:
+            async with lock:
+                return await self._open_locked(session_id, cwd, mcp_servers)
+        finally:
+            if not lock.locked() and lock.statistics().tasks_waiting == 0:
+                self._opening.pop(session_id, None)  # bounded: only ids being opened
+
+    async def _open_locked(self, session_id: str, cwd: Path, mcp_servers: list[Any]) -> LiveSession:
+        live = self.sessions.get(session_id)
+        if live is not None and not live.session.closed:
+            return live
+        try:
+            await self.runtime.get_session(session_id)
+        except UnknownSession:
+            raise unknown_session(session_id) from None
+        options = await self.options(cwd, mcp_servers)
+        try:
+            session = await self.runtime.open_session(session_id, options)
+        except SessionLocked as exc:
+            raise RpcError(INTERNAL_ERROR, str(exc)) from None
+        return await self._live(session)
 
     def get(self, session_id: str) -> LiveSession:
         live = self.sessions.get(session_id)

@@ -1,4 +1,9 @@
-"""The process-wide runtime: owns the root nursery, the store and the live sessions."""
+"""The process-wide runtime: owns the root nursery, the store and the live sessions.
+
+A closed session leaves `Runtime` at once (its task removes it as it ends), so a
+long-running process holds only the sessions that are open, never one per session it
+ever served.
+"""
 
 from __future__ import annotations
 
@@ -126,14 +131,29 @@ class Runtime:
                 provider_factory=self._provider_factory,
                 note="\n\n".join(n for n in notes if n) or None,
             )
-            await self._nursery.start(session.run)
+            await self._nursery.start(self._run_session, session)
         except BaseException:
             with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
                 cleanup.shield = True
                 await self.store.close_session(session_id)
             raise
-        self._live[session_id] = session
+        if not session.closed:
+            self._live[session_id] = session
         return session
+
+    async def _run_session(
+        self, session: Session, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        try:
+            await session.run(task_status=task_status)
+        finally:
+            if self._live.get(session.id) is session:
+                del self._live[session.id]
+
+    @property
+    def live_sessions(self) -> tuple[str, ...]:
+        """The ids of the sessions open in this process."""
+        return tuple(self._live)
 
     async def _skills_notice(self, session_id: str, options: SessionOptions) -> str | None:
         """Tell the model when its skills changed since the session last ran (the system
@@ -188,7 +208,7 @@ class Runtime:
     async def aclose(self) -> None:
         """Close every live session (each records its turn's outcome)."""
         async with trio.open_nursery() as nursery:
-            for session in self._live.values():
+            for session in list(self._live.values()):
                 if not session.closed:
                     nursery.start_soon(session.close, "runtime shutting down")
         self._live.clear()

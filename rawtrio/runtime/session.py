@@ -5,9 +5,19 @@ events; they never run the loop themselves. One `Session` object per session id 
 process (the `Runtime` enforces it).
 
 Exception-group policy: a turn task catches every `Exception` it can raise (a provider
-failure or a bug ends the turn with outcome `error`), so the session nursery only ever
-sees `trio.Cancelled`, and never raises an `ExceptionGroup` to its owner. Nurseries inside
-tools (process readers) unwrap their own groups before returning.
+failure, a store fault or a bug ends the turn with outcome `error`), so the session
+nursery only ever sees `trio.Cancelled`, and never raises an `ExceptionGroup` to its
+owner. Should anything else still fail once the session runs, `run` logs it and the
+session ends on its own: one session never takes the runtime (and every other session
+in the process) down. Nurseries inside tools (process readers) unwrap their own groups
+before returning.
+
+Store faults (disk full, I/O error, a lock held too long): a commit point that fails
+ends the turn with `error` and the store's message, and the turn's ending is still
+emitted to every subscriber. The writes of a turn's ending that failed (results for cut
+calls, the outcome, the usage totals, the note) are kept in order and written before
+the next turn begins; until they are, `submit` raises the store's error and nothing
+else changes.
 """
 
 from __future__ import annotations
@@ -43,7 +53,6 @@ from rawtrio.contracts import (
 )
 from rawtrio.errors import (
     ProviderError,
-    RawtrioError,
     SessionClosed,
     TurnInProgress,
     UsageError,
@@ -60,6 +69,7 @@ from rawtrio.runtime.subscribers import DEFAULT_BUFFER, SubscriberHub, Subscript
 from rawtrio.runtime.turn import Turn
 from rawtrio.skills import Skill
 from rawtrio.store.base import SessionRecord, SessionStore
+from rawtrio.store.errors import StoreError
 from rawtrio.tools.background import BackgroundJobs, open_background_jobs
 from rawtrio.tools.base import Tool, ToolSettings
 from rawtrio.tools.todo import STATE_KEY as PLAN_STATE_KEY
@@ -76,7 +86,10 @@ log = logging.getLogger(__name__)
 PENDING_NOTE_KEY = "pending_note"
 #: Session state key of the usage and cost totals, so `/cost` covers every run of it.
 USAGE_STATE_KEY = "usage_totals"
+#: Turn endings kept for `wait_turn` after the turn ended (a bound, not a history).
+REMEMBER_ENDED = 64
 E = TypeVar("E", bound=ev.Event)
+Write = Callable[[], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -152,6 +165,8 @@ class Session:
         self._hub = SubscriberHub()
         self._turn: Turn | None = None
         self._turns: dict[str, ev.TurnEnded] = {}
+        #: Writes of earlier turns' endings that a store fault stopped, oldest first.
+        self._unsaved: list[Write] = []
         #: Host note for the next user message (§3.8); kept in the store until sent.
         self._note = note
         self._closing = False
@@ -209,6 +224,7 @@ class Session:
     # --- lifecycle (owned by the Runtime's nursery) ----------------------------------
 
     async def run(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        started = False
         try:
             async with trio.open_nursery() as nursery:
                 # Leaving the jobs block (session closing) stops every background process,
@@ -231,6 +247,7 @@ class Session:
                     await self._add_mcp_tools(mcp)
                     await self._check_tool_definitions()
                     task_status.started()
+                    started = True
                     await self._close_requested.wait()
                     with trio.move_on_after(CLEANUP_DEADLINE_S) as end_hooks:
                         end_hooks.shield = True
@@ -238,7 +255,14 @@ class Session:
                             HookEvent.SESSION_END, payloads.session_end(self._close_reason)
                         )
                 nursery.cancel_scope.cancel(reason="session closed")
+        except Exception:
+            if not started:  # the caller of `start` gets it: the session never ran
+                raise
+            # Exception-group policy (module docstring): logged, the session ends, the
+            # runtime and the other sessions go on.
+            log.exception("session %s failed and was closed", self.id)
         finally:
+            self._closing = True
             with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
                 cleanup.shield = True
                 await self.provider.aclose()
@@ -346,9 +370,21 @@ class Session:
             raise TurnInProgress(f"session {self.id} is compacting its context")
         turn = Turn(id=uuid.uuid4().hex, text=text, client_request_id=client_request_id)
         self._turn = turn
-        await self.store.begin_turn(self.id, turn.id, client_request_id)
+        try:
+            await self._write_unsaved()
+            await self.store.begin_turn(self.id, turn.id, client_request_id)
+        except BaseException:
+            self._turn = None  # nothing started: the session takes the next submit
+            raise
         self._nursery.start_soon(self._turn_task, turn, name=f"turn {turn.id}")
         return turn.id
+
+    async def _write_unsaved(self) -> None:
+        """Write what a store fault kept from earlier turns' endings, in order (raises the
+        store's error while it persists; what is still unsaved stays kept)."""
+        while self._unsaved:
+            await self._store_call(self._unsaved[0])
+            self._unsaved.pop(0)
 
     def cancel(self, reason: str = "cancelled by the user") -> bool:
         """Cancel the running turn (or compaction), if any. Returns whether there was one."""
@@ -361,11 +397,15 @@ class Session:
         return True
 
     async def wait_turn(self, turn_id: str) -> ev.TurnEnded:
-        """Wait for a turn of this session (running or finished) to end."""
+        """Wait for a turn of this session (running or among the last `REMEMBER_ENDED`
+        ended) to end."""
         while turn_id not in self._turns:
             turn = self._turn
             if turn is None or turn.id != turn_id:
-                raise KeyError(f"no turn {turn_id} in this process")
+                raise KeyError(
+                    f"turn {turn_id} of session {self.id} is not running and its ending is "
+                    "not kept in this process: read it from the session's history"
+                )
             await turn.done.wait()
         return self._turns[turn_id]
 
@@ -500,7 +540,7 @@ class Session:
             scope.shield = True
             await call()
         if scope.cancelled_caught:
-            raise RawtrioError(f"the session store did not answer within {CLEANUP_DEADLINE_S} s")
+            raise StoreError(f"the session store did not answer within {CLEANUP_DEADLINE_S} s")
 
     async def _durably(self, turn: Turn, messages: Sequence[Message]) -> None:
         """Commit messages to the model context in one transaction (secrets redacted: the
@@ -625,10 +665,16 @@ class Session:
                 with scope:
                     result.append(await compaction.run_compaction(self, "manual", focus, None))
             finally:
-                with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
-                    cleanup.shield = True
-                    saved = usage_to_json(self._usage)
+                saved = usage_to_json(self._usage)
+
+                async def save_usage() -> None:
                     await self.store.set_state(self.id, USAGE_STATE_KEY, saved)
+
+                try:
+                    await self._store_call(save_usage)
+                except StoreError as exc:  # kept for the next turn; the session goes on
+                    log.warning("session %s: usage totals not saved yet: %s", self.id, exc)
+                    self._unsaved.append(save_usage)
                 self._compaction = None
                 done.set()
 
@@ -669,7 +715,7 @@ class Session:
         except trio.Cancelled:
             outcome, reason = TurnOutcome.CANCELLED, "session closed"
             raise
-        except ProviderError as exc:
+        except (ProviderError, StoreError) as exc:
             outcome, reason = TurnOutcome.ERROR, str(exc)
         except Exception as exc:  # a bug must end the turn, not the session
             log.exception("turn %s failed", turn.id)
@@ -684,7 +730,26 @@ class Session:
                 self._nursery.start_soon(self.run_hooks, HookEvent.INTERRUPT, interrupt)
 
     async def _finish_turn(self, turn: Turn, outcome: TurnOutcome, reason: str) -> None:
-        """Record what the turn cut, then its one outcome (I1, I2, I5). Runs shielded."""
+        """Record what the turn cut, then its one outcome (I1, I2, I5). Runs shielded.
+
+        Never raises: a store fault in any of these writes turns the outcome into `error`
+        with the store's message, keeps the failed write (and every later one) for the
+        next turn, and the `turn_ended` event is emitted all the same."""
+        failed: list[StoreError] = []
+
+        async def write(w: Write) -> None:
+            nonlocal outcome, reason
+            if failed:  # the store is failing: keep the order, try again next turn
+                self._unsaved.append(w)
+                return
+            try:
+                await w()
+            except StoreError as exc:
+                failed.append(exc)
+                self._unsaved.append(w)
+                if outcome is not TurnOutcome.ERROR:
+                    outcome, reason = TurnOutcome.ERROR, str(exc)
+
         try:
             cut: list[str] = []
             if turn.streaming is not None:
@@ -704,12 +769,25 @@ class Session:
                 if outcome is not TurnOutcome.CANCELLED:
                     results = [_as_error(r, reason) for r in results]
                 cut.extend(f"tool call {r.name} ({r.call_id}): {r.content}" for r in results)
-                await self.commit_results(turn, results)
-            await self.store.set_state(self.id, USAGE_STATE_KEY, usage_to_json(self._usage))
-            await self.store.end_turn(self.id, turn.id, outcome, reason)
+                await write(lambda: self.commit_results(turn, results))
+            usage = usage_to_json(self._usage)
+            await write(lambda: self.store.set_state(self.id, USAGE_STATE_KEY, usage))
+            # Late-bound: a retried outcome is the one the turn ended with.
+            await write(lambda: self.store.end_turn(self.id, turn.id, outcome, reason))
             if cut and outcome in (TurnOutcome.CANCELLED, TurnOutcome.ERROR):
-                self._note = _interruption_note(outcome, reason, cut)
-                await self.store.set_state(self.id, PENDING_NOTE_KEY, self._note)
+                note = self._note = _interruption_note(outcome, reason, cut)
+                await write(lambda: self.store.set_state(self.id, PENDING_NOTE_KEY, note))
+            if failed:
+                self.emit(
+                    ev.Notice(
+                        session_id=self.id,
+                        turn_id=turn.id,
+                        level="error",
+                        text=f"{failed[0]}. What was not saved is written before the next "
+                        "turn starts; nothing saved before was lost.",
+                    )
+                )
+        finally:
             ended = ev.TurnEnded(
                 session_id=self.id,
                 turn_id=turn.id,
@@ -719,7 +797,8 @@ class Session:
                 final_text=turn.final_text,
             )
             self._turns[turn.id] = self.emit(ended)
-        finally:
+            while len(self._turns) > REMEMBER_ENDED:
+                self._turns.pop(next(iter(self._turns)))
             self._turn = None
             turn.done.set()
 

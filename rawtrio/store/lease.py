@@ -7,16 +7,20 @@ stuck. The holder writes its pid into the file for the "open in another process 
 message. `flock` locks belong to the open file, so two stores in one process exclude
 each other too.
 
-Deleting a lock file while someone waits on it would let two processes each lock a
-different file; `acquire` therefore checks, after locking, that the path still names
-the file it locked, and retries if not.
+A released lease's file is removed (a long-running process would otherwise leave one
+per session it ever wrote). Removing a lock file is safe only under two rules, kept
+here: the holder unlinks the path *while still holding the lock*, and only if the path
+still names the file it locked; and `acquire` checks, after locking, that the path
+still names the file it locked, and starts over with a fresh one if not. So a process
+that opened the old file just before it was unlinked finds, once it gets the lock, that
+it locked an orphan, and never believes it holds the lease beside the new holder.
 """
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import hashlib
+import logging
 import os
 import re
 from pathlib import Path
@@ -24,6 +28,7 @@ from pathlib import Path
 from rawtrio.errors import SessionLocked
 from rawtrio.private_files import FILE_MODE, private_dir
 
+log = logging.getLogger(__name__)
 _SAFE_ID = re.compile(r"^[A-Za-z0-9_-]{1,100}$")
 
 
@@ -90,14 +95,23 @@ class Leases:
         except (OSError, ValueError):
             return None
 
-    def release(self, session_id: str, *, remove: bool = False) -> None:
+    def release(self, session_id: str) -> None:
+        """Give the lease up and remove its file (see the module docstring for why that
+        is safe)."""
         fd = self._held.pop(session_id, None)
         if fd is None:
             return
-        if remove:
-            with contextlib.suppress(FileNotFoundError):
-                self.path(session_id).unlink()
-        os.close(fd)
+        path = self.path(session_id)
+        try:
+            held, named = os.fstat(fd), os.stat(path)
+            if (held.st_dev, held.st_ino) == (named.st_dev, named.st_ino):
+                path.unlink()
+        except FileNotFoundError:  # removed by hand: nothing left to remove
+            log.debug("lease file %s was already gone", path)
+        except OSError as exc:  # e.g. a read-only directory: the lock is released anyway
+            log.warning("could not remove the lease file %s: %s", path, exc)
+        finally:
+            os.close(fd)
 
     def release_all(self) -> None:
         for session_id in list(self._held):

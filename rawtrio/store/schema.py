@@ -15,10 +15,9 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rawtrio.store.errors import StoreUnusable
+from rawtrio.store.errors import StoreError, StoreUnusable, from_sqlite
 
 APPLICATION_ID = 0x72617774  # "rawt"
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,24 +107,31 @@ M004_COMPACTION = Migration(
 MIGRATIONS: tuple[Migration, ...] = (M001_INITIAL, M002_SEARCH, M003_LINEAGE, M004_COMPACTION)
 
 
-def check_file(path: Path) -> None:
-    """Refuse, without opening it through SQLite, a file that is not an intact database."""
+def judge(conn: sqlite3.Connection, path: Path, exc: sqlite3.DatabaseError) -> StoreError:
+    """What a SQLite failure while opening `path` means, by SQLite's own verdict.
+
+    "Not a database" makes the file unusable; "malformed" too, once `PRAGMA quick_check`
+    (which reads the WAL as well) confirms it. Anything else — disk full, an I/O error,
+    a lock held too long — says nothing about the file: a `StoreError` to retry later,
+    never a reason to give up on the user's sessions.
+    """
+    name = getattr(exc, "sqlite_errorname", "") or ""
+    if name.startswith("SQLITE_NOTADB"):
+        return StoreUnusable(path, "the file is not a SQLite database (corrupt or foreign)")
+    if name.startswith("SQLITE_CORRUPT"):
+        verdict = quick_check(conn)
+        if verdict != "ok":
+            return StoreUnusable(path, f"SQLite finds it damaged: {verdict} (corrupt)")
+    return from_sqlite(path, "opening the database", exc)
+
+
+def quick_check(conn: sqlite3.Connection) -> str:
+    """SQLite's `quick_check` verdict: "ok" or its first complaints."""
     try:
-        with path.open("rb") as f:
-            header = f.read(100)
-            size = path.stat().st_size
-    except FileNotFoundError:
-        return
-    if size == 0:
-        return
-    if len(header) < 100 or not header.startswith(_SQLITE_MAGIC):
-        raise StoreUnusable(path, "the file is not a SQLite database (corrupt or foreign)")
-    page_size = int.from_bytes(header[16:18], "big")
-    page_size = 65536 if page_size == 1 else page_size
-    pages = int.from_bytes(header[28:32], "big")
-    count_valid = header[24:28] == header[92:96]
-    if size % page_size or (count_valid and size < pages * page_size):
-        raise StoreUnusable(path, f"the file is truncated ({size} bytes; corrupt)")
+        rows = conn.execute("PRAGMA quick_check(3)").fetchall()
+    except sqlite3.DatabaseError as exc:
+        return str(exc)
+    return "; ".join(str(r[0]) for r in rows) or "no answer"
 
 
 def migrate(conn: sqlite3.Connection, path: Path, upto: int | None = None) -> None:
@@ -153,17 +159,15 @@ def migrate(conn: sqlite3.Connection, path: Path, upto: int | None = None) -> No
                     conn.execute("ROLLBACK")
                 raise
     except sqlite3.DatabaseError as exc:
-        if isinstance(exc, sqlite3.OperationalError) and "locked" in str(exc):
-            raise
-        raise StoreUnusable(path, f"{exc} (corrupt or foreign)") from None
+        raise judge(conn, path, exc) from None
 
 
 def check_version(conn: sqlite3.Connection, path: Path) -> int:
-    """`_check_version`, with SQLite's own complaints turned into `StoreUnusable`."""
+    """`_check_version`, with SQLite's own complaints judged (`judge`)."""
     try:
         return _check_version(conn, path)
     except sqlite3.DatabaseError as exc:
-        raise StoreUnusable(path, f"{exc} (corrupt or foreign)") from None
+        raise judge(conn, path, exc) from None
 
 
 def _check_version(conn: sqlite3.Connection, path: Path) -> int:

@@ -10,7 +10,10 @@ the first usable `sessions.N.db` beside it, and stderr says so once per process.
 
 SQLite failures are turned into store errors: "database or disk is full" into
 `StoreFull` (the transaction rolled back, so the session is as before), anything else
-into `StoreError` naming the file.
+into `StoreError` naming the file and what to do. Whether a file is corrupt is SQLite's
+verdict (its own errors at open, confirmed by `PRAGMA quick_check`, WAL included), never
+a guess from the file's size: after a disk-full episode the main file may be shorter
+than its header says while the WAL still holds the pages.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from rawtrio.events import Event
 from rawtrio.messages import Message
 from rawtrio.store import export, ops, schema, search
 from rawtrio.store.base import ExportFormat, HistoryPage, SearchHit, SessionRecord, TurnRecord
-from rawtrio.store.errors import StoreError, StoreFull, StoreUnusable
+from rawtrio.store.errors import StoreError, StoreUnusable, from_sqlite
 from rawtrio.store.fork import fork
 from rawtrio.store.lease import Leases
 from rawtrio.store.paths import default_db_path, fallback_paths, prepare_db_file
@@ -115,9 +118,7 @@ class SqliteStore:
         try:
             return await self._worker.call(fn, interruptible=read)
         except sqlite3.DatabaseError as exc:
-            if "full" in str(exc):
-                raise StoreFull(self.path, what) from exc
-            raise StoreError(f"the session database {self.path} failed ({what}): {exc}") from exc
+            raise from_sqlite(self.path, what, exc) from exc
 
     @property
     def leases(self) -> Leases:
@@ -174,7 +175,7 @@ class SqliteStore:
     async def delete_session(self, session_id: str) -> None:
         await self._writer(session_id)
         await self._run("a deletion", lambda c: ops.delete(c, session_id))
-        self.leases.release(session_id, remove=True)
+        self.leases.release(session_id)
         self._reports.pop(session_id, None)
 
     async def load_context(self, session_id: str) -> list[Message]:
@@ -320,7 +321,7 @@ class SqliteStore:
                 if await self._run("expiry", _deleter(session_id, before)):
                     removed.append(session_id)
             finally:
-                self.leases.release(session_id, remove=True)
+                self.leases.release(session_id)
         return removed
 
 
@@ -330,12 +331,11 @@ def _deleter(session_id: str, before: float) -> Callable[[ops.Conn], bool]:
 
 def _open_file(path: Path) -> sqlite3.Connection:
     """Connect, check it is ours (before changing anything), set WAL, migrate."""
-    schema.check_file(path)
     prepare_db_file(path)
     try:
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10)
     except sqlite3.DatabaseError as exc:
-        raise StoreUnusable(path, str(exc)) from None
+        raise from_sqlite(path, "opening the database", exc) from None
     try:
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
         schema.check_version(conn, path)

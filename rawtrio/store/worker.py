@@ -18,6 +18,12 @@ Cancellation, per job kind:
 `post` (used by `record_event`) never blocks: items are appended to an open batch that
 the worker writes in one transaction. Every job is queued in call order, so an event
 recorded before a commit is stored before it.
+
+A batch that fails for a reason that may pass (disk full, I/O error, database locked:
+`sqlite3.OperationalError`) is kept and written again, in order, before the next batch
+and before every later write job, so display events are not lost to a fault that
+clears. At most `MAX_UNSAVED` items are kept; older ones are dropped with an error in
+the log. Any other failure (a bug) drops the batch and logs it.
 """
 
 from __future__ import annotations
@@ -35,6 +41,8 @@ import trio
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
+#: Display events kept for another try while the database refuses writes.
+MAX_UNSAVED = 10_000
 Conn = sqlite3.Connection
 
 
@@ -65,6 +73,10 @@ class DbWorker:
         self._thread = threading.Thread(target=self._main, name=name, daemon=True)
         self._stopped = threading.Event()
         self.batch_errors = 0
+        #: Batches that failed for a reason that may pass, oldest first (worker thread only).
+        self._unsaved: list[_Batch] = []
+        #: How many items those batches hold (read from any thread).
+        self.unsaved = 0
 
     def start(self) -> None:
         self._thread.start()
@@ -131,6 +143,9 @@ class DbWorker:
                 else:
                     self._run_job(conn, job)
         finally:
+            self._retry_unsaved(conn)
+            if self.unsaved:
+                log.error("%d display events could not be saved before closing", self.unsaved)
             conn.close()
             self._stopped.set()
 
@@ -138,17 +153,47 @@ class DbWorker:
         with self._lock:
             if self._open_batch is batch:
                 self._open_batch = None
-        try:
-            batch.write(conn, batch.items)
-        except Exception:
-            self.batch_errors += 1
-            log.exception("the session store could not write %d display events", len(batch.items))
+        self._unsaved.append(batch)
+        self.unsaved += len(batch.items)
+        self._retry_unsaved(conn)
+
+    def _retry_unsaved(self, conn: Conn) -> None:
+        """Write the kept batches in order; stop at the first that fails again."""
+        while self._unsaved:
+            batch = self._unsaved[0]
+            try:
+                batch.write(conn, batch.items)
+            except sqlite3.OperationalError as exc:  # full, I/O, locked: may pass
+                self.batch_errors += 1
+                log.warning(
+                    "the session store could not write %d display events (%s); "
+                    "they are kept and written again before the next write",
+                    self.unsaved,
+                    exc,
+                )
+                self._bound_unsaved()
+                return
+            except Exception:
+                self.batch_errors += 1
+                log.exception("the session store dropped %d display events", len(batch.items))
+            self._unsaved.pop(0)
+            self.unsaved -= len(batch.items)
+
+    def _bound_unsaved(self) -> None:
+        while self.unsaved > MAX_UNSAVED and len(self._unsaved) > 1:
+            dropped = self._unsaved.pop(0)
+            self.unsaved -= len(dropped.items)
+            log.error(
+                "the session store dropped %d display events: still failing", len(dropped.items)
+            )
 
     def _run_job(self, conn: Conn, job: _Job[Any]) -> None:
         with self._lock:
             if job.state == "dropped":
                 return
             job.state = "running"
+        if not job.interruptible:  # a write: the events recorded before it go first
+            self._retry_unsaved(conn)
         result = outcome.capture(job.fn, conn)
         with self._lock:
             job.state = "done"

@@ -122,7 +122,7 @@ def _newer(db: Path) -> None:
     ("make", "why"),
     [
         (_garbage, "not a SQLite database"),
-        (_truncated, "truncated"),
+        (_truncated, "damaged"),
         (_foreign, "another program"),
         (_newer, "newer rawtrio"),
     ],
