@@ -330,7 +330,7 @@ class AnthropicProvider:
             **client_options(settings, anthropic.DefaultAsyncHttpxClient)
         )
         #: Named in errors (no query, no user info).
-        self.url = endpoint(self._client.base_url, "messages")
+        self.url = endpoint(self._client.base_url, "v1/messages")
 
     def stream(
         self, request: ModelRequest

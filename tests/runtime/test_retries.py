@@ -179,7 +179,8 @@ async def test_a_stalled_stream_is_retried_after_the_idle_timeout(
     assert len(server.requests) == 2
     assert server.requests[0].disconnected
     [notice] = notices(events)
-    assert notice.startswith("retrying in ") and notice.endswith(": stream stalled, retry 1 of 6")
+    assert notice.startswith("retrying in ")
+    assert notice.endswith(": stream stalled, retry 1 of 6")
 
 
 async def test_an_overloaded_error_inside_the_stream_is_retried(
@@ -211,7 +212,8 @@ async def test_a_cut_after_text_was_shown_is_not_retried(
     assert notices(events) == []
     [cut] = [e for e in events if isinstance(e, ev.StreamInterrupted)]
     shown = "".join(e.text for e in events if isinstance(e, ev.TextDelta))
-    assert shown and "a reply long enough".startswith(cut.partial_text)
+    assert shown
+    assert "a reply long enough".startswith(cut.partial_text)
     assert len(session.context) == 1  # only the user message: nothing torn (I3)
 
 
