@@ -18,6 +18,7 @@ Hierarchy::
         ├── ServerFailed            5xx
         ├── BadRequest              400/404/422: the service refused the request
         ├── RequestTimedOut         no answer within the request timeout
+        │   └── StreamStalled       no byte for `stream_idle_timeout_s` in a started reply
         ├── ConnectionFailed        could not connect / connection reset before any byte
         ├── StreamCut               the stream ended or broke before its final event
         └── MalformedStream         the stream carried something that is not the protocol
@@ -84,11 +85,20 @@ class TurnInProgress(SessionError):
 
 
 class ProviderError(RawtrioError):
-    """The model side failed. `status` is the HTTP status when there was one."""
+    """The model side failed. `status` is the HTTP status when there was one;
+    `retry_after` the seconds the service asked to wait (`retry-after[-ms]`), if it did."""
 
-    def __init__(self, message: str, *, status: int | None = None, provider: str = "") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        provider: str = "",
+        retry_after: float | None = None,
+    ) -> None:
         self.status = status
         self.provider = provider
+        self.retry_after = retry_after
         super().__init__(message)
 
 
@@ -105,8 +115,7 @@ class RateLimited(ProviderError):
         status: int | None = 429,
         provider: str = "",
     ) -> None:
-        self.retry_after = retry_after
-        super().__init__(message, status=status, provider=provider)
+        super().__init__(message, status=status, provider=provider, retry_after=retry_after)
 
 
 class Overloaded(ProviderError):
@@ -122,6 +131,10 @@ class BadRequest(ProviderError):
 
 
 class RequestTimedOut(ProviderError):
+    pass
+
+
+class StreamStalled(RequestTimedOut):
     pass
 
 

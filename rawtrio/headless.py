@@ -10,7 +10,8 @@ for how the process's handlers and trio's signal receiver share the work.
 
 Output goes to stdout (`text`, `json` or `stream-json`); a turn that did not complete
 also says why on stderr, one line, so a person running it sees the reason whatever the
-format.
+format. Warnings during the turn (a model request being retried, a hook's warning) go to
+stderr as they happen in `text` and `json` (`stream-json` carries them as `notice` events).
 
 The session is stored (`SqliteStore` in the state directory): a new one, or the one
 `--continue` / `--resume ID` name, copied first with `--fork` (`rawtrio.sessions_cli`).
@@ -163,6 +164,10 @@ async def _render(
         elif fmt == "text" and isinstance(event, ev.TextDelta):
             out.write(event.text)
             out.flush()
+        if fmt != "stream-json" and isinstance(event, ev.Notice) and event.level != "info":
+            # Waits a person should know of ("retrying in 4 s: 529 overloaded, …"): stdout
+            # carries only the answer, so they go to stderr (stream-json has them inline).
+            print(f"rawtrio: {event.text}", file=sys.stderr, flush=True)
         if isinstance(event, ev.Usage) and event.turn_id == turn_id:
             for k in usage:
                 usage[k] += getattr(event, k)

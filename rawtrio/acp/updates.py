@@ -15,6 +15,7 @@
 | `mode_changed` | `current_mode_update` (and `config_option_update`, live) |
 | `model_changed` | `config_option_update` (live) |
 | `usage` (with context figures) | `usage_update` |
+| `notice` (warning, in a turn) | an `agent_thought_chunk` of its own (`<turn>-notice-<seq>`) |
 
 Message ids are derived from the turn id and step (`<turn>-user`, `<turn>-<step>`,
 `<turn>-<step>-thought`), so a replay gives the same ids as the live stream did.
@@ -80,6 +81,12 @@ class UpdateMapper:
             return [_chunk("agent_message_chunk", event.text, f"{turn}-{event.step}")]
         if isinstance(event, ev.ThinkingDelta):
             return [_chunk("agent_thought_chunk", event.text, f"{turn}-{event.step}-thought")]
+        if isinstance(event, ev.Notice) and event.turn_id and event.level != "info":
+            # ACP has no notice update: a warning during a turn (a request being retried)
+            # is a thought of its own, so the editor shows it without touching the reply.
+            return [
+                _chunk("agent_thought_chunk", f"[{event.text}]\n", f"{turn}-notice-{event.seq}")
+            ]
         if isinstance(event, ev.ToolCallAnnounced):
             self._announced[event.call_id] = event.name
             return [

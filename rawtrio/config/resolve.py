@@ -155,6 +155,9 @@ class ResolvedAgent:
     max_steps: int
     tool_output_cap: int
     request_timeout_s: float
+    stream_idle_timeout_s: float
+    max_retries: int
+    retry_budget_s: float
     confine_paths: bool
     compaction: CompactionConfig
     sigterm_grace_s: float
@@ -219,6 +222,9 @@ class ResolvedAgent:
             api_key=key,
             base_url=m.base_url,
             request_timeout_s=self.request_timeout_s,
+            stream_idle_timeout_s=self.stream_idle_timeout_s,
+            max_retries=self.max_retries,
+            retry_budget_s=self.retry_budget_s,
         )
 
     def describe(self, env: Mapping[str, str] | None = None) -> str:
@@ -351,6 +357,9 @@ def resolve_agent(
         max_steps=max_steps or agent.max_steps,
         tool_output_cap=agent.tool_output_cap,
         request_timeout_s=agent.request_timeout_s,
+        stream_idle_timeout_s=agent.stream_idle_timeout_s,
+        max_retries=agent.max_retries,
+        retry_budget_s=agent.retry_budget_s,
         confine_paths=agent.confine_paths,
         compaction=agent.compaction,
         sigterm_grace_s=grace if grace is not None else config.sigterm_grace_s,

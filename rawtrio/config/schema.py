@@ -37,6 +37,7 @@ HookEvent = Literal[
 ]
 
 PositiveInt = Annotated[int, Field(gt=0)]
+NonNegativeInt = Annotated[int, Field(ge=0)]
 PositiveFloat = Annotated[float, Field(gt=0)]
 NonNegativeFloat = Annotated[float, Field(ge=0)]
 NonEmptyStr = Annotated[str, Field(min_length=1)]
@@ -249,6 +250,11 @@ class AgentConfig(_Strict):
     max_steps: PositiveInt = 50
     tool_output_cap: PositiveInt = 30_000
     request_timeout_s: PositiveFloat = 600.0
+    #: A streaming reply that sends no byte for this long has stalled (then retried).
+    stream_idle_timeout_s: PositiveFloat = 90.0
+    #: Retries of a failed model request (docs/configuration.md#retries), and their time.
+    max_retries: NonNegativeInt = 6
+    retry_budget_s: PositiveFloat = 300.0
     #: Refuse file-tool paths that resolve outside the working directory (symlinks
     #: included). Not a sandbox: `bash` can still reach anything the user can.
     confine_paths: bool = False

@@ -18,12 +18,14 @@ from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from typing import Any, Protocol
 
+import httpx2
 import trio
 
 from rawtrio.contracts import CLEANUP_DEADLINE_S
 from rawtrio.errors import MalformedStream, ProviderError
 from rawtrio.providers.base import ProviderSettings, StreamDone, StreamEvent
 from rawtrio.providers.errors import SdkErrorTypes, translate_sdk_error
+from rawtrio.providers.http import idle_watch
 
 
 class SdkStream(Protocol):
@@ -59,13 +61,17 @@ async def open_event_stream(
     sdk: SdkErrorTypes,
     start: Callable[[], Awaitable[SdkStream]],
     assembler: Assembler,
+    url: str = "",
 ) -> AsyncIterator[AsyncIterator[StreamEvent]]:
-    """Start the request (SDK retries apply here only), then stream our events."""
+    """Start the request, then stream our events; errors name `url` (a safe URL).
+
+    No retries here: the SDKs' own are off (`client_options`), the agent loop retries
+    through `rawtrio.providers.retry`, because only it knows what was already shown."""
     try:
         sdk_stream = await start()
     except sdk.catchable as exc:
-        raise translate_sdk_error(exc, sdk, provider, started=False) from exc
-    events = _events(provider, sdk, sdk_stream, assembler)
+        raise translate_sdk_error(exc, sdk, provider, started=False, url=url) from exc
+    events = _events(provider, sdk, sdk_stream, assembler, url)
     try:
         yield events
     finally:
@@ -76,16 +82,17 @@ async def open_event_stream(
 
 
 async def _events(
-    provider: str, sdk: SdkErrorTypes, sdk_stream: SdkStream, assembler: Assembler
+    provider: str, sdk: SdkErrorTypes, sdk_stream: SdkStream, assembler: Assembler, url: str
 ) -> AsyncGenerator[StreamEvent, None]:
     while not assembler.finished:
         try:
             raw = await _next(sdk_stream)
         except sdk.catchable as exc:
-            raise translate_sdk_error(exc, sdk, provider, started=True) from exc
+            raise translate_sdk_error(exc, sdk, provider, started=True, url=url) from exc
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            source = f" from {url}" if url else ""
             raise MalformedStream(
-                f"{provider}: the stream carried an event that is not valid JSON ({exc})",
+                f"{provider}: the stream{source} carried an event that is not valid JSON ({exc})",
                 provider=provider,
             ) from exc
         if raw is _END:
@@ -123,12 +130,19 @@ async def _next(sdk_stream: SdkStream) -> Any:
         return _END
 
 
-def client_options(settings: ProviderSettings) -> dict[str, Any]:
-    """The SDK client arguments every adapter passes (both SDKs take the same names)."""
+def client_options(
+    settings: ProviderSettings, http_client: Callable[..., httpx2.AsyncClient]
+) -> dict[str, Any]:
+    """The SDK client arguments every adapter passes (both SDKs take the same names).
+
+    `http_client` is the SDK's `DefaultAsyncHttpxClient` (its limits and redirects), given
+    the stream idle timeout. The SDK's own retries are off: one retry policy, ours."""
+    hooks = {"response": [idle_watch(settings.stream_idle_timeout_s)]}
     return {
         "api_key": settings.api_key,
         "base_url": settings.base_url,
         "timeout": settings.request_timeout_s,
-        "max_retries": settings.max_retries,
+        "max_retries": 0,
         "default_headers": dict(settings.default_headers) or None,
+        "http_client": http_client(timeout=settings.request_timeout_s, event_hooks=hooks),
     }

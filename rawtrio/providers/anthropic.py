@@ -70,6 +70,7 @@ from rawtrio.providers.base import (
     UsageInfo,
 )
 from rawtrio.providers.errors import SdkErrorTypes
+from rawtrio.providers.http import endpoint
 
 KIND: ProviderKind = "anthropic"
 
@@ -325,7 +326,11 @@ class AnthropicProvider:
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
-        self._client = anthropic.AsyncAnthropic(**client_options(settings))
+        self._client = anthropic.AsyncAnthropic(
+            **client_options(settings, anthropic.DefaultAsyncHttpxClient)
+        )
+        #: Named in errors (no query, no user info).
+        self.url = endpoint(self._client.base_url, "v1/messages")
 
     def stream(
         self, request: ModelRequest
@@ -351,7 +356,7 @@ class AnthropicProvider:
                 extra_body=extra or None,
             )
 
-        return open_event_stream(KIND, SDK_ERRORS, start, AnthropicAssembler())
+        return open_event_stream(KIND, SDK_ERRORS, start, AnthropicAssembler(), self.url)
 
     async def aclose(self) -> None:
         await self._client.close()

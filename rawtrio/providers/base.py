@@ -6,8 +6,9 @@ An adapter turns a `ModelRequest` into an HTTP request through the official SDK 
 raises a `ProviderError` (or `trio.Cancelled` propagates). The agent loop commits the
 message only after `StreamDone` (turn contract §3.2).
 
-Retries: the SDK's own retries (before the first byte) are the only retries. Closing the
-`stream()` context closes the HTTP response at once.
+Retries: the SDKs' own retries are off. The agent loop retries a failed request under
+`rawtrio.providers.retry` (it alone knows whether anything of the reply was shown). Closing
+the `stream()` context closes the HTTP response at once.
 """
 
 from __future__ import annotations
@@ -120,7 +121,12 @@ class ProviderSettings:
     model: str
     api_key: str
     base_url: str | None = None
+    #: Connecting, sending, and waiting for the response to start.
     request_timeout_s: float = 600.0
-    max_retries: int = 2
+    #: A started reply that sends no byte for this long has stalled (`providers.http`).
+    stream_idle_timeout_s: float = 90.0
+    #: Retries of one failed request (`providers.retry`), and the time they may take.
+    max_retries: int = 6
+    retry_budget_s: float = 300.0
     default_headers: Mapping[str, str] = field(default_factory=dict)
     extra: Mapping[str, Any] = field(default_factory=dict)

@@ -13,8 +13,14 @@ Mapping:
 - an error inside a 200 stream has no status: the error type the service names
   (`overloaded_error`, `rate_limit_error`, `server_error`, …) decides, `ServerFailed` if
   it is unknown;
-- transport failures: a timeout is `RequestTimedOut`; a connection failure is
-  `ConnectionFailed` before the response started and `StreamCut` after it.
+- transport failures: a timeout is `RequestTimedOut` (`StreamStalled` for the stream idle
+  timeout, `rawtrio.providers.http`); a connection failure is `ConnectionFailed` before the
+  response started and `StreamCut` after it.
+
+Every message names the URL called when the adapter knows it (made safe: no user info, no
+query), e.g. "openai-chat: could not reach http://localhost:11434/v1/chat/completions".
+`retry_after` is parsed from `retry-after-ms` or `retry-after`; what is retried is decided in
+`rawtrio.providers.retry`.
 
 `trio.Cancelled` is a `BaseException` and never passes through here.
 """
@@ -39,7 +45,9 @@ from rawtrio.errors import (
     RequestTimedOut,
     ServerFailed,
     StreamCut,
+    StreamStalled,
 )
+from rawtrio.providers.http import IdleTimeout
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,27 +84,37 @@ _BY_TYPE: Mapping[str, type[ProviderError]] = {
 
 
 def translate_sdk_error(
-    exc: Exception, sdk: SdkErrorTypes, provider: str, *, started: bool
+    exc: Exception, sdk: SdkErrorTypes, provider: str, *, started: bool, url: str = ""
 ) -> ProviderError:
     """The rawtrio error for an exception raised by an SDK call or its stream.
 
     `started` says whether the response had begun streaming (a broken connection is then a
-    cut stream, not a failed connection).
+    cut stream, not a failed connection). `url` (already made safe by
+    `rawtrio.providers.http.safe_url`) is named in the message.
     """
+    at = f" {url}" if url else ""
     if isinstance(exc, sdk.timeout_error | httpx2.TimeoutException):
+        idle = _idle_timeout(exc)
+        if idle is not None:
+            return StreamStalled(
+                f"{provider}: no data from{at or ' the service'} for {idle.idle_s:g} s "
+                "(stream_idle_timeout_s); the reply stalled",
+                provider=provider,
+            )
         return RequestTimedOut(
-            f"{provider}: no answer within the request timeout"
-            + (" (the stream stalled)" if started else ""),
+            f"{provider}: no answer from{at or ' the service'} within the request timeout "
+            "(request_timeout_s)",
             provider=provider,
         )
     if isinstance(exc, sdk.connection_error | httpx2.TransportError):
         if started:
             return StreamCut(
-                f"{provider}: the connection broke before the reply was complete ({exc})",
+                f"{provider}: the connection to{at or ' the service'} broke before the reply "
+                f"was complete ({_cause_text(exc)})",
                 provider=provider,
             )
         return ConnectionFailed(
-            f"{provider}: could not reach the service ({_cause_text(exc)}); "
+            f"{provider}: could not reach{at or ' the service'} ({_cause_text(exc)}); "
             "check the network and the base URL",
             provider=provider,
         )
@@ -111,6 +129,7 @@ def translate_sdk_error(
         error_type=_body_field(body, "type") or _body_field(body, "code"),
         message=_body_field(body, "message") or str(exc),
         headers=headers,
+        url=url,
     )
 
 
@@ -121,8 +140,13 @@ def error_from_service(
     error_type: str | None,
     message: str,
     headers: Mapping[str, str] | None = None,
+    url: str = "",
 ) -> ProviderError:
-    """The rawtrio error for an error the service reported (HTTP status or stream event)."""
+    """The rawtrio error for an error the service reported (HTTP status or stream event).
+
+    The message states the failure only: whether rawtrio retries it, and what it says
+    when it gives up, is `rawtrio.providers.retry`'s business (so a message never
+    promises a retry that will not happen)."""
     by_type = _BY_TYPE.get(error_type or "")
     if status is None:
         cls = by_type or ServerFailed
@@ -130,24 +154,31 @@ def error_from_service(
         cls = _by_status(status)
         if cls is ServerFailed and by_type is Overloaded:  # e.g. a 503 saying "overloaded"
             cls = Overloaded
-    where = f" ({status})" if status else ""
+    if status:
+        where = f" ({status} from {url})" if url else f" ({status})"
+    else:
+        where = f" (in the reply from {url})" if url else ""
+    retry_after = parse_retry_after(headers) if headers is not None else None
     if cls is RateLimited:
-        retry_after = parse_retry_after(headers) if headers is not None else None
-        hint = f"; retry in {retry_after:g} s" if retry_after is not None else ""
         return RateLimited(
-            f"{provider} rate limit reached{where}: {message}{hint}",
+            f"{provider} rate limit reached{where}: {message}",
             retry_after=retry_after,
             status=status,
             provider=provider,
         )
     text = {
         AuthenticationFailed: "{p} refused the API key{w}: {m}; check the key and its access",
-        Overloaded: "{p} is overloaded{w}: {m}; try again shortly",
+        Overloaded: "{p} is overloaded{w}: {m}",
         ServerFailed: "{p} failed{w}: {m}",
         BadRequest: "{p} rejected the request{w}: {m}",
         RequestTimedOut: "{p} timed out{w}: {m}",
     }[cls]
-    return cls(text.format(p=provider, w=where, m=message), status=status, provider=provider)
+    return cls(
+        text.format(p=provider, w=where, m=message),
+        status=status,
+        provider=provider,
+        retry_after=retry_after,
+    )
 
 
 def _by_status(status: int | None) -> type[ProviderError]:
@@ -194,6 +225,16 @@ def _body_field(body: Any, key: str) -> str | None:
             return str(inner[key])
         if isinstance(body.get(key), str):
             return str(body[key])
+    return None
+
+
+def _idle_timeout(exc: BaseException) -> IdleTimeout | None:
+    """Our idle timeout, raised as is or wrapped by the SDK."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, IdleTimeout):
+            return seen
+        seen = seen.__cause__ or seen.__context__
     return None
 
 

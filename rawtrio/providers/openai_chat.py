@@ -56,6 +56,7 @@ from rawtrio.providers.base import (
     UsageInfo,
 )
 from rawtrio.providers.errors import SdkErrorTypes
+from rawtrio.providers.http import endpoint
 
 KIND: ProviderKind = "openai-chat"
 
@@ -222,7 +223,11 @@ class OpenAIChatProvider:
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
-        self._client = openai.AsyncOpenAI(**client_options(settings))
+        self._client = openai.AsyncOpenAI(
+            **client_options(settings, openai.DefaultAsyncHttpxClient)
+        )
+        #: Named in errors (no query, no user info).
+        self.url = endpoint(self._client.base_url, "chat/completions")
 
     def stream(
         self, request: ModelRequest
@@ -243,7 +248,7 @@ class OpenAIChatProvider:
                 extra_body=extra,
             )
 
-        return open_event_stream(KIND, SDK_ERRORS, start, ChatAssembler())
+        return open_event_stream(KIND, SDK_ERRORS, start, ChatAssembler(), self.url)
 
     async def aclose(self) -> None:
         await self._client.close()

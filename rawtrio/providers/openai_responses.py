@@ -59,6 +59,7 @@ from rawtrio.providers.base import (
     UsageInfo,
 )
 from rawtrio.providers.errors import SdkErrorTypes, error_from_service
+from rawtrio.providers.http import endpoint
 from rawtrio.providers.openai_chat import SDK_ERRORS as _OPENAI_ERRORS
 
 KIND: ProviderKind = "openai-responses"
@@ -147,7 +148,9 @@ def to_responses_tools(tools: tuple[ToolSpec, ...]) -> list[FunctionToolParam]:
 class ResponsesAssembler:
     """Builds our events and the final message from Responses stream events."""
 
-    def __init__(self) -> None:
+    def __init__(self, url: str = "") -> None:
+        #: Named in the errors the stream reports.
+        self.url = url
         self.finished = False
         self._calls: dict[str, tuple[int, str]] = {}  # item id -> (ordinal, call id)
         self._done_items: dict[int, Any] = {}  # output_index -> completed item
@@ -177,10 +180,11 @@ class ResponsesAssembler:
                 status=None,
                 error_type=error.code if error else None,
                 message=error.message if error else "the response failed",
+                url=self.url,
             )
         elif event.type == "error":
             raise error_from_service(
-                KIND, status=None, error_type=event.code, message=event.message
+                KIND, status=None, error_type=event.code, message=event.message, url=self.url
             )
         return []
 
@@ -243,7 +247,11 @@ class OpenAIResponsesProvider:
 
     def __init__(self, settings: ProviderSettings) -> None:
         self.settings = settings
-        self._client = openai.AsyncOpenAI(**client_options(settings))
+        self._client = openai.AsyncOpenAI(
+            **client_options(settings, openai.DefaultAsyncHttpxClient)
+        )
+        #: Named in errors (no query, no user info).
+        self.url = endpoint(self._client.base_url, "responses")
 
     def stream(
         self, request: ModelRequest
@@ -263,7 +271,7 @@ class OpenAIResponsesProvider:
                 extra_body=extra or None,
             )
 
-        return open_event_stream(KIND, SDK_ERRORS, start, ResponsesAssembler())
+        return open_event_stream(KIND, SDK_ERRORS, start, ResponsesAssembler(self.url), self.url)
 
     async def aclose(self) -> None:
         await self._client.close()

@@ -10,13 +10,16 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+import trio
+
 from rawtrio import events as ev
 from rawtrio.contracts import ToolStatus, TurnOutcome
-from rawtrio.errors import StreamCut
+from rawtrio.errors import ProviderError, StreamCut
 from rawtrio.frozen import EMPTY, freeze, thaw
 from rawtrio.hooks import HookEvent, payloads
 from rawtrio.messages import AssistantMessage, ToolCall, ToolResult
 from rawtrio.providers import base as pb
+from rawtrio.providers.retry import Retries, RetryPolicy
 from rawtrio.redaction import StreamRedactor
 from rawtrio.runtime import compaction, gate
 from rawtrio.runtime.turn import RunningCall, StreamState, Turn
@@ -71,50 +74,89 @@ async def run_steps(session: Session, turn: Turn) -> tuple[TurnOutcome, str]:
 async def stream_step(
     session: Session, turn: Turn, step: int, request: pb.ModelRequest
 ) -> tuple[AssistantMessage, str]:
-    """Stream one model response; commit it only once the stream finished (I3)."""
+    """Stream one model response; commit it only once the stream finished (I3).
+
+    A failed request is tried again under `rawtrio.providers.retry` as long as nothing of
+    its reply was shown; each wait is announced as a notice and ends at once on a cancel
+    (nothing is streaming then, nothing is torn)."""
     session.emit(
         ev.StepStarted(session_id=session.id, turn_id=turn.id, step=step, model=request.model)
     )
-    state = turn.streaming = StreamState(step)
-    done: pb.StreamDone | None = None
-
-    # A secret split across deltas is caught by holding back a possible prefix of one.
-    def text(chunk: str) -> None:
-        session.emit(ev.TextDelta(session_id=session.id, turn_id=turn.id, step=step, text=chunk))
-
-    def thinking(chunk: str) -> None:
-        session.emit(
-            ev.ThinkingDelta(session_id=session.id, turn_id=turn.id, step=step, text=chunk)
-        )
-
-    emit_text = StreamRedactor(session.redactor, text)
-    emit_thinking = StreamRedactor(session.redactor, thinking)
-    async with session.provider.stream(request) as stream:
-        async for item in stream:
-            if isinstance(item, pb.TextDelta):
-                state.parts.append(item.text)
-                emit_text(item.text)
-            elif isinstance(item, pb.ThinkingDelta):
-                emit_thinking(item.text)
-            elif isinstance(item, pb.ToolCallBegin):
-                state.announced.append(item.name)
-                session.emit(
-                    ev.ToolCallAnnounced(
-                        session_id=session.id,
-                        turn_id=turn.id,
-                        step=step,
-                        call_id=item.call_id,
-                        name=item.name,
-                    )
+    retries = Retries(RetryPolicy.of(session.options.provider))
+    while True:
+        attempt = ReplyAttempt(session, turn, step)
+        try:
+            done = await attempt.stream(request)
+        except ProviderError as exc:
+            decision = retries.after(exc, shown=attempt.shown)
+            if decision is None:
+                raise  # its message now says why there is no further try
+            turn.streaming = None  # nothing was shown: nothing to mark as cut
+            session.emit(
+                ev.Notice(
+                    session_id=session.id, turn_id=turn.id, level="warning", text=decision.notice
                 )
-            elif isinstance(item, pb.StreamDone):
-                done = item
-    if done is None:
-        raise StreamCut("the model's stream ended without its final event")
-    emit_thinking.flush()
-    emit_text.flush()
-    await session.commit_assistant(turn, done)
-    return done.message, done.stop_reason
+            )
+            await trio.sleep(decision.wait_s)
+            continue
+        await session.commit_assistant(turn, done)
+        return done.message, done.stop_reason
+
+
+class ReplyAttempt:
+    """One try at streaming a reply to subscribers; `shown` once anything reached them."""
+
+    def __init__(self, session: Session, turn: Turn, step: int) -> None:
+        self.session = session
+        self.turn = turn
+        self.step = step
+        self.shown = False
+
+    async def stream(self, request: pb.ModelRequest) -> pb.StreamDone:
+        session, turn, step = self.session, self.turn, self.step
+        state = turn.streaming = StreamState(step)
+        done: pb.StreamDone | None = None
+
+        # A secret split across deltas is caught by holding back a possible prefix of one.
+        def text(chunk: str) -> None:
+            session.emit(
+                ev.TextDelta(session_id=session.id, turn_id=turn.id, step=step, text=chunk)
+            )
+
+        def thinking(chunk: str) -> None:
+            session.emit(
+                ev.ThinkingDelta(session_id=session.id, turn_id=turn.id, step=step, text=chunk)
+            )
+
+        emit_text = StreamRedactor(session.redactor, text)
+        emit_thinking = StreamRedactor(session.redactor, thinking)
+        async with session.provider.stream(request) as stream:
+            async for item in stream:
+                if isinstance(item, pb.StreamDone):
+                    done = item
+                    continue
+                self.shown = True
+                if isinstance(item, pb.TextDelta):
+                    state.parts.append(item.text)
+                    emit_text(item.text)
+                elif isinstance(item, pb.ThinkingDelta):
+                    emit_thinking(item.text)
+                elif isinstance(item, pb.ToolCallBegin):
+                    state.announced.append(item.name)
+                    session.emit(
+                        ev.ToolCallAnnounced(
+                            session_id=session.id,
+                            turn_id=turn.id,
+                            step=step,
+                            call_id=item.call_id,
+                            name=item.name,
+                        )
+                    )
+        if done is None:
+            raise StreamCut("the model's stream ended without its final event")
+        emit_thinking.flush()
+        emit_text.flush()
+        return done
 
 
 async def run_call(session: Session, turn: Turn, call: ToolCall) -> ToolResult:

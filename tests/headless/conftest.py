@@ -68,6 +68,16 @@ SCENARIO: dict[str, Any] = {
             ],
         },
         {"match": "refuse the key", "replies": [{"error": {"status": 401}}]},
+        {
+            "match": "overloaded once",
+            "replies": [
+                {
+                    "text": "Recovered.",
+                    "error": {"status": 529, "retry_after_ms": 20},
+                    "fail_times": 1,
+                }
+            ],
+        },
     ]
 }
 

@@ -129,7 +129,9 @@ def test_a_refused_key_exits_1_saying_so(
 ) -> None:
     done = run_rawtrio(iso, *headless(fake_model, "refuse the key", provider=provider), env=KEYS)
     assert done.returncode == 1
-    assert f"{provider} refused the API key (401)" in done.stderr
+    assert (
+        f"{provider} refused the API key (401 from {fake_model.url_for(provider)}/" in done.stderr
+    )
     assert "Traceback" not in done.stderr
 
 
@@ -154,8 +156,17 @@ def test_an_unreachable_endpoint_exits_1(iso: Isolation, tmp_path: Path) -> None
         port = s.getsockname()[1]
     done = run_rawtrio(iso, "-p", "say hello", "--base-url", f"http://127.0.0.1:{port}", env=KEYS)
     assert done.returncode == 1
-    assert "could not reach the service" in done.stderr
+    assert f"could not reach http://127.0.0.1:{port}/v1/messages (" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_a_retried_request_is_told_on_stderr_and_stdout_keeps_the_answer(
+    iso: Isolation, fake_model: FakeModel
+) -> None:
+    done = run_rawtrio(iso, *headless(fake_model, "overloaded once"), env=KEYS)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Recovered.\n"
+    assert "rawtrio: retrying in 20 ms: 529 overloaded, retry 1 of 6\n" in done.stderr
 
 
 def test_prompt_from_stdin(iso: Isolation, fake_model: FakeModel) -> None:

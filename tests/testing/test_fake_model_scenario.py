@@ -59,6 +59,15 @@ def test_tool_call_fields_are_parsed() -> None:
         ({"rules": [{"match": "*", "replies": [{"cut_after": True}]}]}, "cut_after"),
         ({"rules": [{"match": "*", "replies": [{"tool_calls": [{}]}]}]}, "name: required"),
         ({"rules": [{"match": "*", "replies": [{"error": {"type": "x"}}]}]}, "status"),
+        ({"rules": [{"match": "*", "replies": [{"fail_times": 0}]}]}, "fail_times"),
+        (
+            {
+                "rules": [
+                    {"match": "*", "replies": [{"error": {"status": 529, "retry_after_ms": "1"}}]}
+                ]
+            },
+            "retry_after_ms",
+        ),
     ],
 )
 def test_bad_scenarios_are_refused_with_the_place(data: object, where: str) -> None:

@@ -12,6 +12,7 @@ an unknown key or a wrong type raises `ScenarioError` naming the place.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
@@ -54,6 +55,8 @@ class ErrorSpec:
     message: str | None = None
     #: Seconds, sent as the `retry-after` header.
     retry_after: float | None = None
+    #: Milliseconds, sent as the `retry-after-ms` header (Anthropic and OpenAI both send it).
+    retry_after_ms: float | None = None
     #: Send the error inside a 200 stream after this many events instead of as the status.
     after: int | None = None
 
@@ -82,6 +85,21 @@ class Reply:
     #: Answer with the user text repeated this many times (after `text`), e.g. a
     #: "summary" larger than the conversation it was asked to summarize.
     echo: int = 0
+    #: The reply's fault (error, cut, malformed event, stall) hits only the first N requests
+    #: that pick this reply (counted per server); later ones get the reply without it.
+    fail_times: int | None = None
+
+    @property
+    def has_fault(self) -> bool:
+        return any(
+            x is not None
+            for x in (self.error, self.cut_after, self.malformed_after, self.stall_after)
+        )
+
+    def without_fault(self) -> Reply:
+        return dataclasses.replace(
+            self, error=None, cut_after=None, malformed_after=None, stall_after=None
+        )
 
     @classmethod
     def from_dict(cls, data: object, where: str = "reply") -> Reply:
@@ -94,6 +112,9 @@ class Reply:
         chunk = _get(d, "chunk", int, where, 8)
         if chunk < 1:
             raise ScenarioError(f"{where}.chunk: must be at least 1")
+        fail_times = _get(d, "fail_times", int, where, None)
+        if fail_times is not None and fail_times < 1:
+            raise ScenarioError(f"{where}.fail_times: must be at least 1")
         return cls(
             text=_get(d, "text", str, where, ""),
             thinking=_get(d, "thinking", str, where, ""),
@@ -107,6 +128,7 @@ class Reply:
             usage=_usage(d.get("usage", {}), f"{where}.usage"),
             stop_reason=_get(d, "stop_reason", str, where, None),
             echo=_get(d, "echo", int, where, 0),
+            fail_times=fail_times,
         )
 
 
@@ -188,6 +210,7 @@ _REPLY_KEYS = {
     "usage",
     "stop_reason",
     "echo",
+    "fail_times",
 }
 
 
@@ -224,18 +247,21 @@ def _tool_call(data: object, where: str) -> ToolCallSpec:
 
 
 def _error(data: object, where: str) -> ErrorSpec:
-    d = _object(data, where, {"status", "type", "message", "retry_after", "after"})
+    keys = {"status", "type", "message", "retry_after", "retry_after_ms", "after"}
+    d = _object(data, where, keys)
     status = _get(d, "status", int, where, None)
     if status is None:
         raise ScenarioError(f"{where}.status: required")
-    retry = d.get("retry_after")
-    if retry is not None and (isinstance(retry, bool) or not isinstance(retry, int | float)):
-        raise ScenarioError(f"{where}.retry_after: expected a number, got {retry!r}")
+    for key in ("retry_after", "retry_after_ms"):
+        value = d.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise ScenarioError(f"{where}.{key}: expected a number, got {value!r}")
     return ErrorSpec(
         status=status,
         type=_get(d, "type", str, where, None),
         message=_get(d, "message", str, where, None),
-        retry_after=retry,
+        retry_after=d.get("retry_after"),
+        retry_after_ms=d.get("retry_after_ms"),
         after=_get(d, "after", int, where, None),
     )
 

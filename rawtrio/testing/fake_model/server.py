@@ -79,6 +79,8 @@ class FakeModelServer:
         self._changed = trio.Event()
         self._connections = 0
         self.prompt_cache = PromptCache()
+        #: Faulted answers per reply with `fail_times` (keyed by the reply's identity).
+        self._faults_served: dict[int, int] = {}
 
     @property
     def base_url(self) -> str:
@@ -91,8 +93,10 @@ class FakeModelServer:
         return f"{self.base_url}/v1"
 
     def set_scenario(self, scenario: Scenario) -> None:
-        """Answer later requests from `scenario` (requests in flight keep their reply)."""
+        """Answer later requests from `scenario` (requests in flight keep their reply);
+        `fail_times` counts start again."""
         self.scenario = scenario
+        self._faults_served.clear()
 
     async def wait_for_disconnect(self) -> None:
         """Return once a client has gone away mid-answer.
@@ -139,6 +143,16 @@ class FakeModelServer:
             read = u.cache_read_tokens or self.prompt_cache.openai(body, total)
             usage = dataclasses.replace(u, input_tokens=total, cache_read_tokens=read)
         return dataclasses.replace(reply, usage=usage)
+
+    def _limited(self, reply: Reply) -> Reply:
+        """`reply`, or `reply` without its fault once it failed `fail_times` requests."""
+        if reply.fail_times is None or not reply.has_fault:
+            return reply
+        served = self._faults_served.get(id(reply), 0)
+        if served >= reply.fail_times:
+            return reply.without_fault()
+        self._faults_served[id(reply)] = served + 1
+        return reply
 
     def _notify(self) -> None:
         self._changed.set()
@@ -196,7 +210,9 @@ class FakeModelServer:
             return
         located = wire.locate(body)
         record.user_text, record.step = located.user_text, located.step
-        reply = self._counted(wire, body, self.scenario.pick(located.user_text, located.step))
+        reply = self._counted(
+            wire, body, self._limited(self.scenario.pick(located.user_text, located.step))
+        )
         if reply.echo:
             echoed = reply.text + (located.user_text or "") * reply.echo
             reply = dataclasses.replace(reply, text=echoed)
@@ -208,9 +224,11 @@ class FakeModelServer:
                 type=error.type or wire.default_error_type(error.status),
                 code="rate_limit_exceeded" if error.status == 429 else None,
             )
-            headers = (
-                [] if error.retry_after is None else [("retry-after", f"{error.retry_after:g}")]
-            )
+            headers = []
+            if error.retry_after is not None:
+                headers.append(("retry-after", f"{error.retry_after:g}"))
+            if error.retry_after_ms is not None:
+                headers.append(("retry-after-ms", f"{error.retry_after_ms:g}"))
             await self._refuse(writer, record, rejection, wire, headers)
             return
         record.status = 200
