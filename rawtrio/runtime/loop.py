@@ -200,7 +200,10 @@ async def run_call(session: Session, turn: Turn, call: ToolCall) -> ToolResult:
     except Exception as exc:  # a handler bug becomes a result the model can read
         output = ToolOutput.error(f"tool {tool.id} failed: {type(exc).__name__}: {exc}")
     # If the after-hooks are cancelled, the call's real output still becomes its result.
-    ctx.report_cancelled(f"{output.content}\n[the call finished; its after-hooks were cancelled]")
+    ctx.report_cancelled(
+        f"{output.content}\n[the call finished; its after-hooks were cancelled]",
+        **(thaw(output.details) or {}),
+    )
     images = output.images  # the handler's; hooks add text only
     output = await gate.after(session, call, tool, output, hook_context)
     return ToolResult(

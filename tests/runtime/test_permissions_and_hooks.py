@@ -187,3 +187,38 @@ async def _until_end(sub: Subscription) -> AsyncIterator[ev.Event]:
         yield event
         if isinstance(event, ev.TurnEnded):
             return
+
+
+async def test_a_cancel_during_after_hooks_keeps_how_the_command_ended(tmp_path: Path) -> None:
+    """Found by the stress suite's hook scenario: a call whose command finished but whose
+    PostToolUse hook was cancelled must still say how the command ended (I5)."""
+    marker = tmp_path / "made"
+    hook_started = tmp_path / "hook-started"
+    hooks = (
+        HookSpec(
+            HookEvent.POST_TOOL_USE,
+            f"cat >/dev/null; touch {hook_started}; sleep 30",
+            matcher="bash",
+            shell=True,
+        ),
+    )
+    async with session_on(touch_scenario(marker), WIRE, tmp_path, hooks=hooks) as (
+        session,
+        _server,
+        _,
+    ):
+        turn_id = await session.submit("touch it")
+        while not hook_started.exists():
+            await trio.sleep(0.01)
+        session.cancel("test cancel")
+        ended = await session.wait_turn(turn_id)
+        assert ended.outcome is TurnOutcome.CANCELLED
+        (r,) = results(session.context)
+        assert r.status is ToolStatus.CANCELLED
+        assert r.started is True
+        details = dict(r.details)
+        assert details["ended_by"] == "exit"
+        assert details["exit_code"] == 0
+        assert "elapsed_s" in details
+        assert "made" in r.content
+        assert "after-hooks were cancelled" in r.content
