@@ -79,7 +79,10 @@ def check_run(obs: Observation) -> list[Violation]:
 
 
 def _i1_pairing(obs: Observation) -> list[Violation]:
-    out = [Violation("I1", f"after the turn: {p}") for p in check_pairing(obs.context_after_turn)]
+    # After an injected store fault, what the turn's ending could not write (results for cut
+    # calls) is written before the next turn starts: pairing is due once the follow-up ran.
+    after_turn = [] if obs.fault is not None else check_pairing(obs.context_after_turn)
+    out = [Violation("I1", f"after the turn: {p}") for p in after_turn]
     out += [Violation("I1", f"after the follow-up: {p}") for p in check_pairing(obs.context_final)]
     if obs.followup is None:
         out.append(Violation("I1", "the follow-up turn did not end within the liveness bound"))

@@ -736,6 +736,7 @@ class Session:
         with the store's message, keeps the failed write (and every later one) for the
         next turn, and the `turn_ended` event is emitted all the same."""
         failed: list[StoreError] = []
+        outcome_stored = False  # once it is, the event says what the store holds (I2)
 
         async def write(w: Write) -> None:
             nonlocal outcome, reason
@@ -747,7 +748,7 @@ class Session:
             except StoreError as exc:
                 failed.append(exc)
                 self._unsaved.append(w)
-                if outcome is not TurnOutcome.ERROR:
+                if outcome is not TurnOutcome.ERROR and not outcome_stored:
                     outcome, reason = TurnOutcome.ERROR, str(exc)
 
         try:
@@ -774,6 +775,7 @@ class Session:
             await write(lambda: self.store.set_state(self.id, USAGE_STATE_KEY, usage))
             # Late-bound: a retried outcome is the one the turn ended with.
             await write(lambda: self.store.end_turn(self.id, turn.id, outcome, reason))
+            outcome_stored = not failed
             if cut and outcome in (TurnOutcome.CANCELLED, TurnOutcome.ERROR):
                 note = self._note = _interruption_note(outcome, reason, cut)
                 await write(lambda: self.store.set_state(self.id, PENDING_NOTE_KEY, note))

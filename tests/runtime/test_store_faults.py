@@ -141,3 +141,49 @@ async def _until_ended(sub: Subscription) -> AsyncIterator[ev.Event]:
         yield event
         if isinstance(event, ev.TurnEnded):
             return
+
+
+async def test_a_fault_after_the_outcome_was_stored_leaves_the_outcome_as_stored(
+    tmp_path: Path,
+) -> None:
+    """Found by the stress suite's store-fault scenario: a cancelled turn whose note could not
+    be saved (the write after `end_turn`) must not tell front ends `error` while the store
+    holds `cancelled` (I2); the note is written before the next turn."""
+    scenario = {
+        "rules": [
+            {
+                "match": "sleep",
+                "replies": [
+                    {"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 30"}}]},
+                    {"text": "slept"},
+                ],
+            },
+            {"match": "*", "replies": [{"text": "ok"}]},
+        ]
+    }
+    async with (
+        open_fake_model_server(Scenario.from_dict(scenario)) as server,
+        SqliteStore(tmp_path / "sessions.db") as inner,
+    ):
+        store = FaultyStore(inner)
+        async with open_runtime(store, retention_days=0) as runtime:
+            session = await runtime.create_session(
+                _options(tmp_path, provider_for(server, "anthropic"))
+            )
+            with trio.fail_after(LIVENESS_S), session.subscribe() as sub:
+                turn_id = await session.submit("sleep now", client_request_id="r1")
+                async for event in sub:
+                    if isinstance(event, ev.ToolCallStarted):
+                        break
+                # The ending writes: the cut call's result, usage, the outcome, the note.
+                store.arm(at=4, times=1)
+                session.cancel("test cancel")
+                ended = await session.wait_turn(turn_id)
+            assert store.failed and store.failed[0].endswith("set_state"), store.failed
+            record = await store.find_turn(session.id, "r1")
+            assert record is not None
+            assert ended.outcome is TurnOutcome.CANCELLED
+            assert record.outcome is TurnOutcome.CANCELLED
+            again = await session.run_turn("hello")
+            assert again.outcome is TurnOutcome.COMPLETED
+            assert check_pairing(session.context) == []
