@@ -26,7 +26,7 @@ FD_LIMIT = 128
 
 
 def fds(server: WsServer) -> int:
-    return psutil.Process(server.proc.pid).num_fds()
+    return int(psutil.Process(server.proc.pid).num_fds())
 
 
 @contextlib.contextmanager
