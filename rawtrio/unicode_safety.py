@@ -17,7 +17,7 @@ reply, an echoed value) is made writable by replacing each lone surrogate with U
 from __future__ import annotations
 
 import re
-from typing import Any, Final
+from typing import Any, Final, TextIO
 
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
 #: A JSON `\\uXXXX` escape in the surrogate range: the only way JSON text decoded from
@@ -94,6 +94,16 @@ def describe_undecodable(text: str, what: str) -> str | None:
     return f"{what} holds a lone surrogate (\\u{code:04x} at character {at}), which is not text"
 
 
+def replace_unwritable(stream: TextIO) -> None:
+    """The last line of defence for a terminal or pipe: a character the stream's encoding
+    cannot represent (a lone surrogate, or any non-ASCII one on an ASCII locale) is
+    written as `?` instead of raising. Renderers replace lone surrogates with U+FFFD
+    themselves where they can; this catches the rest."""
+    reconfigure = getattr(stream, "reconfigure", None)
+    if reconfigure is not None:
+        reconfigure(errors="replace")
+
+
 __all__ = [
     "REPLACEMENT",
     "describe_undecodable",
@@ -101,5 +111,6 @@ __all__ = [
     "has_lone_surrogate",
     "may_hold_lone_surrogate",
     "replace_lone_surrogates",
+    "replace_unwritable",
     "scrub_json",
 ]
