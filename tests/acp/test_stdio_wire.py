@@ -378,3 +378,23 @@ def test_a_frame_answered_just_before_stdin_closes_is_still_written(
     answers = [json.loads(line) for line in done.stdout.splitlines()]
     assert [(a["id"], a["error"]["code"]) for a in answers] == [(None, -32600), (1, -32600)]
     assert "Traceback" not in done.stderr
+
+
+def test_a_model_reply_that_is_not_unicode_reaches_the_client_as_replacement_characters(
+    client: RawClient, iso: Isolation
+) -> None:
+    sid = client.call("session/new", {"cwd": str(iso.cwd), "mcpServers": []})["result"]["sessionId"]
+    prompt = [{"type": "text", "text": "answer with a lone surrogate"}]
+    rid = client.send("session/prompt", {"sessionId": sid, "prompt": prompt})
+    response, before = client.until_response(rid)
+    # The turn's outcome is the runtime's business; the connection's is to carry it.
+    assert "result" in response or "error" in response
+    chunks = [
+        m["params"]["update"]["content"]["text"]
+        for m in before
+        if m.get("method") == "session/update"
+        and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+    ]
+    assert "".join(chunks) == "bad \ufffd text"
+    assert client.proc.poll() is None
+    assert "result" in client.call("session/list", {})
