@@ -105,7 +105,9 @@ def main(argv: list[str], latch: SignalLatch | None = None) -> int:
     if args.max_message < 1024:
         parser.error("--max-message: expected at least 1024 bytes")
     handler: logging.Handler = (
-        logging.FileHandler(args.log_file) if args.log_file else logging.StreamHandler(sys.stderr)
+        logging.FileHandler(args.log_file, encoding="utf-8", errors="backslashreplace")
+        if args.log_file
+        else logging.StreamHandler(sys.stderr)
     )
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
