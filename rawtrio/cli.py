@@ -187,6 +187,10 @@ def run(argv: list[str] | None = None, latch: SignalLatch | None = None) -> int:
     """Parse `argv` and run the front end it asks for; return the exit code."""
     argv = sys.argv[1:] if argv is None else argv
     latch = latch or SignalLatch()
+    problem = undecodable_argument(argv)
+    if problem is not None:
+        print(f"rawtrio: {problem}", file=sys.stderr)
+        return 2
     if argv[:1] == ["sessions"]:  # `rawtrio sessions …` has a parser of its own
         try:
             with latch.raising():
@@ -225,6 +229,25 @@ def run(argv: list[str] | None = None, latch: SignalLatch | None = None) -> int:
     except Interrupted as exc:
         return exc.exit_code
     return front_end(args, latch)
+
+
+def undecodable_argument(argv: list[str]) -> str | None:
+    """Why an argument is not text, or None. Python decodes `argv` with `surrogateescape`,
+    so invalid UTF-8 arrives as lone surrogates, which no writer (terminal, JSON, SQLite)
+    can encode: refused here, naming the argument, before anything else runs."""
+    from rawtrio.unicode_safety import describe_undecodable
+
+    for i, arg in enumerate(argv):
+        before = argv[i - 1] if i else ""
+        what = (
+            f"the value of {before}"
+            if before.startswith("-") and not arg.startswith("-")
+            else f"argument {i + 1}"
+        )
+        problem = describe_undecodable(arg, what)
+        if problem is not None:
+            return problem
+    return None
 
 
 def main(argv: list[str] | None = None) -> NoReturn:

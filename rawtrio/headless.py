@@ -10,8 +10,12 @@ for how the process's handlers and trio's signal receiver share the work.
 
 Output goes to stdout (`text`, `json` or `stream-json`); a turn that did not complete
 also says why on stderr, one line, so a person running it sees the reason whatever the
-format. Warnings during the turn (a model request being retried, a hook's warning) go to
-stderr as they happen in `text` and `json` (`stream-json` carries them as `notice` events).
+format. In `text` each step's text starts on a line of its own, nothing at all is
+printed on stdout when no text came (a failed turn prints only its error, on stderr),
+and what the other formats carry as events is said on stderr: a denied tool call (the
+tool and why), and every notice (warnings, retries; `json` prints the warnings too).
+Text that is not Unicode (a lone surrogate in a model's reply) is written as U+FFFD in
+every format, and a prompt that is not valid UTF-8 is refused before anything starts.
 
 The session is stored (`SqliteStore` in the state directory): a new one, or the one
 `--continue` / `--resume ID` name, copied first with `--fork` (`rawtrio.sessions_cli`).
@@ -32,7 +36,7 @@ import trio
 
 from rawtrio import events as ev
 from rawtrio.cli import Interrupted, SignalLatch
-from rawtrio.contracts import ExitCode, TurnOutcome
+from rawtrio.contracts import ExitCode, ToolStatus, TurnOutcome
 from rawtrio.errors import (
     RawtrioError,
     UsageError,
@@ -45,6 +49,12 @@ from rawtrio.sessions_cli import Choice, fail, start_session
 from rawtrio.settings import prepare_session
 from rawtrio.store.paths import default_db_path
 from rawtrio.store.sqlite import SqliteStore
+from rawtrio.unicode_safety import (
+    describe_undecodable,
+    replace_lone_surrogates,
+    replace_unwritable,
+    scrub_json,
+)
 
 OUTCOME_EXIT = {
     TurnOutcome.COMPLETED: ExitCode.COMPLETED,
@@ -58,7 +68,10 @@ def main(args: argparse.Namespace, latch: SignalLatch | None = None) -> int:
     latch = latch or SignalLatch()
     try:
         with latch.raising():
-            prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+            prompt = _read_stdin() if args.prompt == "-" else args.prompt
+            problem = describe_undecodable(prompt, "-p: the prompt")
+            if problem is not None:
+                raise UsageError(problem)
             if not prompt.strip():
                 raise UsageError("-p: the prompt is empty")
             choice = Choice.from_args(args)
@@ -67,7 +80,22 @@ def main(args: argparse.Namespace, latch: SignalLatch | None = None) -> int:
     except UsageError as exc:
         print(f"rawtrio: {exc}", file=sys.stderr)
         return ExitCode.USAGE
+    replace_unwritable(sys.stdout)
     return trio.run(run, prompt, args, choice, args.output_format or "text", latch)
+
+
+def _read_stdin() -> str:
+    """The prompt from standard input, which must be UTF-8 (a clear error if not)."""
+    raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+    if isinstance(raw, str):
+        return raw
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            f"-p -: standard input is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at "
+            f"offset {exc.start}); rawtrio takes text in UTF-8"
+        ) from None
 
 
 async def run(
@@ -157,17 +185,17 @@ async def _render(
     """Write the turn's events in `fmt` until it ends; return its terminal event."""
     usage = {"input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0, "cache_write_tokens": 0}
     cost: float | None = None  # this turn's, when the model has prices
+    text = _TextOutput(out)
     async for event in events:
         if fmt == "stream-json":
-            out.write(json.dumps(ev.event_to_json(event)) + "\n")
+            out.write(json.dumps(scrub_json(ev.event_to_json(event))) + "\n")
             out.flush()
-        elif fmt == "text" and isinstance(event, ev.TextDelta):
-            out.write(event.text)
-            out.flush()
-        if fmt != "stream-json" and isinstance(event, ev.Notice) and event.level != "info":
-            # Waits a person should know of ("retrying in 4 s: 529 overloaded, …"): stdout
-            # carries only the answer, so they go to stderr (stream-json has them inline).
-            print(f"rawtrio: {event.text}", file=sys.stderr, flush=True)
+        elif fmt == "text":
+            text.render(event)
+        elif isinstance(event, ev.Notice) and event.level != "info":
+            # json: stdout carries only the result object, so waits a person should know
+            # of ("retrying in 4 s: 529 overloaded, …") go to stderr as they happen.
+            print(f"rawtrio: {event.level}: {event.text}", file=sys.stderr, flush=True)
         if isinstance(event, ev.Usage) and event.turn_id == turn_id:
             for k in usage:
                 usage[k] += getattr(event, k)
@@ -175,7 +203,7 @@ async def _render(
                 cost = (cost or 0.0) + event.cost_usd
         if isinstance(event, ev.TurnEnded) and event.turn_id == turn_id:
             if fmt == "text":
-                out.write("\n")
+                text.end()
             elif fmt == "json":
                 result = {
                     "v": 1,
@@ -187,9 +215,49 @@ async def _render(
                     "result": event.final_text,
                     "usage": {**usage, **_usage_extras(session, cost)},
                 }
-                out.write(json.dumps(result) + "\n")
+                out.write(json.dumps(scrub_json(result)) + "\n")
             out.flush()
             return event
     # Cut off as a lagging subscriber (cannot happen with the default buffer for one
     # turn, but never hang): the turn's own record is authoritative.
     return await session.wait_turn(turn_id)
+
+
+class _TextOutput:
+    """`--output-format text`: the model's text on stdout, each step's on a line of its
+    own; denied calls and notices on stderr, one line each."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+        self._step: int | None = None  # the step whose text was written last
+        self._at_line_start = True
+
+    def render(self, event: ev.Event) -> None:
+        if isinstance(event, ev.TextDelta) and event.text:
+            if self._step is not None and event.step != self._step and not self._at_line_start:
+                self._out.write("\n")
+            self._step = event.step
+            self._out.write(replace_lone_surrogates(event.text))
+            self._out.flush()
+            self._at_line_start = event.text.endswith("\n")
+        elif isinstance(event, ev.ToolCallFinished) and event.status is ToolStatus.DENIED:
+            why = event.content.strip().splitlines()[0] if event.content.strip() else ""
+            if not why.lower().startswith("denied"):
+                by = f" by {event.denied_by.value}" if event.denied_by is not None else ""
+                why = f"denied{by}" + (f": {why}" if why else "")
+            self._say(f"{event.name}: {why}")
+        elif isinstance(event, ev.Notice):
+            self._say(event.text if event.level == "info" else f"{event.level}: {event.text}")
+
+    def end(self) -> None:
+        """End the last line; print nothing when no text came."""
+        if not self._at_line_start:
+            self._out.write("\n")
+            self._at_line_start = True
+
+    def _say(self, line: str) -> None:
+        if not self._at_line_start and self._out.isatty():  # both on one terminal
+            self._out.write("\n")
+            self._out.flush()
+            self._at_line_start = True
+        print(f"rawtrio: {replace_lone_surrogates(line)}", file=sys.stderr, flush=True)

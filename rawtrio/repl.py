@@ -3,6 +3,8 @@
 Ctrl-C during a turn cancels the turn (the outcome is printed when it arrives); Ctrl-C
 at the prompt clears the line, a second one within 2 s exits; Ctrl-D on an empty prompt
 exits. SIGTERM cancels the running turn (recorded like any cancel) and exits 143.
+Text a terminal cannot take (a lone surrogate in a model's reply) is written as U+FFFD or
+`?`, never raised (`rawtrio.unicode_safety`).
 Input is read from stdin without a thread, so nothing blocks cancellation.
 
 The chat is stored like every session (`SqliteStore` in the state directory) and can be
@@ -36,6 +38,7 @@ from rawtrio.sessions_cli import Choice, fail, render_history, start_session
 from rawtrio.settings import prepare_session
 from rawtrio.store.paths import default_db_path
 from rawtrio.store.sqlite import SqliteStore
+from rawtrio.unicode_safety import replace_lone_surrogates, replace_unwritable
 
 DOUBLE_CTRL_C_S = 2.0
 #: Turns of a resumed session shown before the prompt.
@@ -52,6 +55,7 @@ def main(args: argparse.Namespace, latch: SignalLatch | None = None) -> int:
     except UsageError as exc:
         print(f"rawtrio: {exc}", file=sys.stderr)
         return ExitCode.USAGE
+    replace_unwritable(sys.stdout)
     return trio.run(run, args, choice)
 
 
@@ -259,7 +263,7 @@ async def _render(session: Session) -> None:
     with session.subscribe() as sub:
         async for event in sub:
             if isinstance(event, ev.TextDelta):
-                out.write(event.text)
+                out.write(replace_lone_surrogates(event.text))
             elif isinstance(event, ev.ToolCallStarted):
                 out.write(f"\n[{event.name}] {dict(event.arguments)}\n")
             elif isinstance(event, ev.PermissionRequested):

@@ -17,6 +17,7 @@ import argparse
 import copy
 import json
 import logging
+import math
 import signal
 import sys
 from pathlib import Path
@@ -69,6 +70,22 @@ def build_parser() -> argparse.ArgumentParser:
         help="messages queued for a connection before a client that stopped reading is cut "
         "off (default 4096)",
     )
+    p.add_argument(
+        "--handshake-timeout",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="WebSocket: close a connection that has not sent its upgrade request this long "
+        "(default 5)",
+    )
+    p.add_argument(
+        "--max-pending-handshakes",
+        type=int,
+        default=64,
+        metavar="N",
+        help="WebSocket: connections waiting for their handshake at once; the next one "
+        "closes the oldest (default 64)",
+    )
     p.add_argument("--log-file", metavar="PATH", help="write logs here instead of stderr")
     add_session_flags(p)
     return p
@@ -77,14 +94,20 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str], latch: SignalLatch | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.permission_timeout <= 0:
+    if not 0 < args.permission_timeout < math.inf:
         parser.error("--permission-timeout: expected seconds > 0")
     if args.max_queued < 16:
         parser.error("--max-queued: expected at least 16")
+    if not 0 < args.handshake_timeout < math.inf:
+        parser.error("--handshake-timeout: expected seconds > 0")
+    if args.max_pending_handshakes < 1:
+        parser.error("--max-pending-handshakes: expected at least 1")
     if args.max_message < 1024:
         parser.error("--max-message: expected at least 1024 bytes")
     handler: logging.Handler = (
-        logging.FileHandler(args.log_file) if args.log_file else logging.StreamHandler(sys.stderr)
+        logging.FileHandler(args.log_file, encoding="utf-8", errors="backslashreplace")
+        if args.log_file
+        else logging.StreamHandler(sys.stderr)
     )
     handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
     logging.basicConfig(level=logging.WARNING, handlers=[handler])
@@ -150,6 +173,8 @@ async def run(args: argparse.Namespace, out_fd: int | None) -> int:
                     allowed_origins=args.allow_origin,
                     max_message=args.max_message,
                     outbox=args.max_queued,
+                    handshake_timeout=args.handshake_timeout,
+                    max_pending=args.max_pending_handshakes,
                     task_status=task_status,
                 )
             )

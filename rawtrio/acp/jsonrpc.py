@@ -8,7 +8,10 @@ How a connection is served (`Peer.run`):
 
 - One reader task takes frames in order. A malformed frame gets the JSON-RPC error it
   deserves (-32700 for invalid JSON, -32600 for a batch or a non-request, -32601 for an
-  unknown method, -32602 for bad params) and the connection carries on.
+  unknown method, -32602 for bad params) and the connection carries on. JSON escapes can
+  spell text that is not Unicode (a lone surrogate, `"\\ud800"`): in an id or a method
+  it is -32600, in params -32602, naming where it is; in a response it is replaced with
+  U+FFFD.
 - Each request runs in a task of its own, so a long `session/prompt` does not hold up a
   `session/cancel` behind it. The reader waits until the handler says it is *ready*
   (its synchronous part — validating, registering the prompt — is done), so the order in
@@ -16,6 +19,8 @@ How a connection is served (`Peer.run`):
 - Every request gets exactly one response: the handler's result, its `RpcError`, -32603
   for a bug (logged, the message names the exception), or -32800 when the client
   cancelled it with `$/cancel_request`.
+- Every outgoing message is encodable: a lone surrogate that reached one (from a model's
+  reply, say) is replaced with U+FFFD, so no text can break the writer.
 - Outgoing messages go through a bounded queue drained by one writer task. Queueing
   never blocks: a client that stops reading until the queue is full is cut off (its
   transport closed), which ends this connection only (I8). Sessions live elsewhere.
@@ -36,6 +41,13 @@ from typing import Any, Final, Protocol
 import trio
 
 from rawtrio.groups import collapse_group
+from rawtrio.unicode_safety import (
+    find_lone_surrogate,
+    has_lone_surrogate,
+    may_hold_lone_surrogate,
+    replace_lone_surrogates,
+    scrub_json,
+)
 
 log = logging.getLogger(__name__)
 
@@ -161,6 +173,7 @@ class Peer:
         self._outgoing: dict[int, _Outgoing] = {}
         self._next_id = 0
         self._nursery: trio.Nursery | None = None
+        self._writer_done = trio.Event()
         #: Set once the connection ended (the reader saw the end, or it was cut off).
         self.closed = trio.Event()
         #: Why the connection ended, for logs and tests.
@@ -211,40 +224,47 @@ class Peer:
     # --- serving ---------------------------------------------------------------------
 
     async def run(self) -> None:
-        """Serve until the transport ends or `close` is called; then close the transport."""
+        """Serve until the transport ends or `close` is called; then write what is still
+        queued (the last responses) and close the transport.
+
+        The writer runs outside the scope that `close` cancels, so a message it has taken
+        from the queue is never dropped half-way: once the reader and the handlers are
+        done, the queue is closed and the writer drains it, within a shielded deadline."""
         try:
             with collapse_group():
-                async with trio.open_nursery() as nursery:
-                    self._nursery = nursery
-                    nursery.start_soon(self._writer, name=f"{self.name} writer")
-                    await self._reader(nursery)
-                    self.close(self.close_reason or "the client closed the connection")
+                async with trio.open_nursery() as outer:
+                    outer.start_soon(self._writer, name=f"{self.name} writer")
+                    try:
+                        async with trio.open_nursery() as nursery:
+                            self._nursery = nursery
+                            await self._reader(nursery)
+                            self.close(self.close_reason or "the client closed the connection")
+                    finally:
+                        self._send_q.close()
+                        with trio.move_on_after(2) as drain:
+                            drain.shield = True
+                            await self._writer_done.wait()
+                        outer.cancel_scope.cancel(reason=f"{self.name}: connection ended")
         finally:
             self.close(self.close_reason or "connection ended")
             with trio.move_on_after(2) as cleanup:
                 cleanup.shield = True
-                await self._flush()
                 await self.transport.aclose()
 
-    async def _flush(self) -> None:
-        """Write what is still queued (the last responses) before the transport closes."""
-        while True:
-            try:
-                text = self._recv_q.receive_nowait()
-            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
-                return
-            try:
-                await self.transport.send(text)
-            except Exception:  # the other side is gone: nothing more to flush
-                return
-
     async def _writer(self) -> None:
-        async for text in self._recv_q:
-            try:
-                await self.transport.send(text)
-            except Exception as exc:  # peer gone (broken pipe, closed socket)
-                self.close(f"write failed: {type(exc).__name__}")
-                return
+        try:
+            async for text in self._recv_q:
+                try:
+                    await self.transport.send(text)
+                except (trio.BrokenResourceError, trio.ClosedResourceError, OSError) as exc:
+                    self.close(f"write failed: {type(exc).__name__}")  # the peer is gone
+                    return
+                except Exception as exc:  # a bug: say so, then end this connection only
+                    log.exception("%s: writing a message failed", self.name)
+                    self.close(f"write failed: {type(exc).__name__}: {exc}")
+                    return
+        finally:
+            self._writer_done.set()
 
     async def _reader(self, nursery: trio.Nursery) -> None:
         while True:
@@ -277,6 +297,11 @@ class Peer:
         if has_id and not _valid_id(mid):
             self._error(None, RpcError(INVALID_REQUEST, "id must be a string or an integer"))
             return
+        if may_hold_lone_surrogate(text):
+            checked = self._refuse_non_unicode(msg)
+            if checked is None:
+                return
+            msg = checked
         if msg.get("jsonrpc") != "2.0":
             self._error(mid, RpcError(INVALID_REQUEST, 'jsonrpc must be "2.0"'))
             return
@@ -301,6 +326,29 @@ class Peer:
             self._error(mid, RpcError(INVALID_REQUEST, f"request id {mid!r} is already in use"))
             return
         await nursery.start(self._serve, mid, method, params, name=f"{self.name} {method}")
+
+    def _refuse_non_unicode(self, msg: dict[str, Any]) -> dict[str, Any] | None:
+        """Answer a request whose id, method or params hold a lone surrogate (None: done
+        with it); otherwise the message, lone surrogates elsewhere (a response's result,
+        members nobody reads) replaced with U+FFFD."""
+        has_id = "id" in msg
+        part, bad = "", None
+        for part in ("id", "method", "params"):
+            bad = find_lone_surrogate(msg.get(part), part)
+            if bad is not None:
+                break
+        code = INVALID_PARAMS if part == "params" else INVALID_REQUEST
+        if bad is None:
+            return dict(scrub_json(msg))
+        where, char = bad
+        err = RpcError(code, f"{where} is not valid Unicode: it holds a lone surrogate ({char})")
+        if code == INVALID_PARAMS:
+            err = RpcError(code, f"invalid params: {err.message}")
+        if has_id:
+            self._error(None if part == "id" else msg.get("id"), err)
+        else:  # a notification gets no answer: say what was dropped
+            log.warning("%s: notification dropped: %s", self.name, err.message)
+        return None
 
     async def _notification(self, method: str, params: Any) -> None:
         if method == "$/cancel_request":
@@ -380,6 +428,9 @@ class Peer:
         if self.closed.is_set():
             return
         text = json.dumps(msg, ensure_ascii=False, separators=(",", ":"))
+        if not text.isascii() and has_lone_surrogate(text):
+            log.warning("%s: replaced text that is not Unicode in an outgoing message", self.name)
+            text = replace_lone_surrogates(text)
         try:
             self._send_q.send_nowait(text)
         except trio.WouldBlock:

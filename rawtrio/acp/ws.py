@@ -15,21 +15,30 @@ An accepted connection gets an `Acp-Connection-Id` response header. Frames over 
 limit close that connection with status 1009 (message too big); other connections are
 not affected. A connection that ends only detaches from its sessions.
 
+Connections that never finish the handshake cost a file descriptor each, so they are
+bounded three ways (`_GuardedListener`): the handshake must arrive within a few seconds
+(`handshake_timeout`, trio-websocket's `connect_timeout`); a peer that closes or resets
+before the server answered has its socket closed at once (trio-websocket would hold it
+until the timeout); and at most `max_pending` handshakes wait per listener — the next
+connection evicts the oldest one still waiting, and running out of descriptors in
+`accept` evicts one too, so a client that sends its handshake right away (every real
+one) is served during a flood of idle connections.
+
 Exception-group policy: trio-websocket's server dies when a handler raises, so the
 handler catches every `Exception` of one connection and logs it.
 """
 
 from __future__ import annotations
 
+import errno
 import hmac
 import json
 import logging
 import secrets
 import uuid
 from collections.abc import Sequence
-from functools import partial
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, cast
 from urllib.parse import urlsplit
 
 import trio
@@ -37,7 +46,7 @@ from trio_websocket import (
     ConnectionClosed,
     WebSocketConnection,
     WebSocketRequest,
-    serve_websocket,
+    WebSocketServer,
 )
 
 from rawtrio.acp.agent import AcpAgent, serve_peer
@@ -49,6 +58,10 @@ log = logging.getLogger(__name__)
 PATH: Final = "/acp"
 DEFAULT_MAX_MESSAGE: Final = 8 * 1024 * 1024
 STATE_FILE: Final = "acp-ws.json"
+#: Seconds a new connection has to send its upgrade request.
+DEFAULT_HANDSHAKE_TIMEOUT: Final = 5.0
+#: Connections per listener whose handshake is still awaited.
+DEFAULT_MAX_PENDING: Final = 64
 _LOOPBACK_HOSTS: Final = frozenset({"127.0.0.1", "localhost", "::1", "[::1]"})
 
 
@@ -74,6 +87,100 @@ class WsTransport:
 
     async def aclose(self) -> None:
         await self._ws.aclose()
+
+
+class _PendingHandshake(trio.abc.Stream):
+    """A connection, counted as pending until the server first writes to it (the 101
+    or the refusal). While pending, the peer's end of the stream closes the socket at
+    once, and the listener may evict it (`drop`)."""
+
+    def __init__(self, stream: trio.SocketStream, listener: _GuardedListener) -> None:
+        self._stream = stream
+        self._listener = listener
+
+    def drop(self) -> None:
+        """Close the socket now (synchronously: the descriptor is free on return);
+        trio-websocket's reader sees the end and its handler gives up."""
+        self._listener.settle(self)
+        self._stream.socket.close()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        try:
+            data = await self._stream.receive_some(max_bytes)
+        except trio.BrokenResourceError:  # reset by the peer
+            if self._listener.is_pending(self):
+                self.drop()
+            raise
+        if not data and self._listener.is_pending(self):
+            self.drop()
+        return data
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        self._listener.settle(self)
+        await self._stream.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self._stream.wait_send_all_might_not_block()
+
+    async def aclose(self) -> None:
+        self._listener.settle(self)
+        await self._stream.aclose()
+
+
+class _GuardedListener(trio.abc.Listener[trio.abc.Stream]):
+    """A TCP listener that bounds the connections waiting for their handshake."""
+
+    def __init__(self, inner: trio.SocketListener, max_pending: int) -> None:
+        self._inner = inner
+        self._max_pending = max_pending
+        self._pending: dict[_PendingHandshake, None] = {}  # oldest first
+        self.evicted = 0
+        #: What trio-websocket's `listeners` property reports.
+        self.socket = inner.socket
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    def is_pending(self, conn: _PendingHandshake) -> bool:
+        return conn in self._pending
+
+    def settle(self, conn: _PendingHandshake) -> None:
+        self._pending.pop(conn, None)
+
+    def _evict_oldest(self, why: str) -> None:
+        oldest = next(iter(self._pending))
+        oldest.drop()
+        self.evicted += 1
+        if self.evicted % 1000 == 1:
+            log.warning(
+                "closed a WebSocket connection still waiting for its handshake (%s); %d so far",
+                why,
+                self.evicted,
+            )
+
+    async def accept(self) -> trio.abc.Stream:
+        while True:
+            try:
+                stream = await self._inner.accept()
+            except OSError as exc:
+                # Out of descriptors: free the oldest idle one; trio's accept loop
+                # waits and retries when there is none to free.
+                if exc.errno in (errno.EMFILE, errno.ENFILE) and self._pending:
+                    self._evict_oldest("out of file descriptors")
+                    continue
+                raise
+            break
+        conn = _PendingHandshake(stream, self)
+        self._pending[conn] = None
+        while len(self._pending) > self._max_pending:
+            self._evict_oldest(f"more than {self._max_pending} waiting")
+        return conn
+
+    async def aclose(self) -> None:
+        for conn in list(self._pending):
+            conn.drop()
+        await self._inner.aclose()
 
 
 def _header(request: WebSocketRequest, name: bytes) -> str | None:
@@ -196,22 +303,28 @@ async def serve(
     allowed_origins: Sequence[str] = (),
     max_message: int = DEFAULT_MAX_MESSAGE,
     outbox: int = DEFAULT_OUTBOX,
+    handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+    max_pending: int = DEFAULT_MAX_PENDING,
     task_status: trio.TaskStatus[tuple[str, int]] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Serve until cancelled; `task_status` gets the (host, port) it listens on."""
     server = WsServer(agent, host=host, token=token, allowed_origins=allowed_origins, outbox=outbox)
+    listeners = [
+        _GuardedListener(listener, max_pending)
+        for listener in await trio.open_tcp_listeners(port, host=host)
+    ]
     async with trio.open_nursery() as nursery:
-        listener = await nursery.start(
-            partial(
-                serve_websocket,
-                server.handle,
-                host,
-                port,
-                None,
-                handler_nursery=nursery,
-                max_message_size=max_message,
-                message_queue_size=4,
-            )
+        ws_server = WebSocketServer(
+            server.handle,
+            # trio-websocket serves any trio Listener (through `trio.serve_listeners`);
+            # its annotation names only the two kinds `serve_websocket` builds.
+            cast("list[trio.SocketListener]", listeners),
+            handler_nursery=nursery,
+            max_message_size=max_message,
+            message_queue_size=4,
+            connect_timeout=handshake_timeout,
+            disconnect_timeout=handshake_timeout,
         )
-        bound = listener.port
+        await nursery.start(ws_server.run)
+        bound = listeners[0].socket.getsockname()[1]
         task_status.started((host, bound))

@@ -99,6 +99,8 @@ SCENARIO: dict[str, Any] = {
         {"match": "fail please", "replies": [{"error": {"status": 400, "message": "bad thing"}}]},
         # Far more updates than a connection that stopped reading may have queued.
         {"match": "flood", "replies": [{"text": "x" * 100_000, "chunk": 8}]},
+        # A lone surrogate: the wire carries it as the JSON escape "\ud800".
+        {"match": "answer with a lone surrogate", "replies": [{"text": "bad \ud800 text"}]},
         {"match": "*", "replies": [{"text": "ok"}]},
     ]
 }

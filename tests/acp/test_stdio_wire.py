@@ -270,3 +270,131 @@ def test_the_compact_extension_method_answers_with_the_compaction_outcome(
     bad = client.call("_rawtrio/compact", {"sessionId": sid, "focus": 3})
     assert bad["error"]["code"] == -32602
     assert "focus must be a string" in bad["error"]["message"]
+
+
+# JSON escapes can spell text that is not Unicode: a lone surrogate cannot be encoded, so
+# neither the frame's own fields nor an error echoing them may reach the writer as is.
+@pytest.mark.parametrize(
+    ("frame", "rid", "code", "words"),
+    [
+        (
+            r'{"jsonrpc": "2.0", "id": 21, "method": "x\ud800"}',
+            21,
+            -32600,
+            r"method is not valid Unicode: it holds a lone surrogate (\ud800)",
+        ),
+        (
+            r'{"jsonrpc": "2.0", "id": "\udfff", "method": "session/list"}',
+            None,
+            -32600,
+            r"id is not valid Unicode: it holds a lone surrogate (\udfff)",
+        ),
+        (
+            r'{"jsonrpc": "2.0", "id": 22, "method": "session/list", "params": {"cwd": "/\udc80"}}',
+            22,
+            -32602,
+            r"invalid params: params.cwd is not valid Unicode",
+        ),
+        (
+            r'{"jsonrpc": "2.0", "id": 23, "method": "session/list", "params": {"\ud83d": 1}}',
+            23,
+            -32602,
+            r"(a key) is not valid Unicode: it holds a lone surrogate (\ud83d)",
+        ),
+    ],
+)
+def test_text_that_is_not_unicode_gets_an_error_and_the_connection_survives(
+    client: RawClient, frame: str, rid: Any, code: int, words: str
+) -> None:
+    client.send_raw(frame)
+    err = client.next()
+    assert err["id"] == rid, err
+    assert err["error"]["code"] == code, err
+    assert words in err["error"]["message"]
+    assert client.proc.poll() is None
+    assert "result" in client.call("session/list", {})
+
+
+def test_a_surrogate_pair_is_text_and_a_notification_with_a_lone_one_is_dropped(
+    client: RawClient,
+) -> None:
+    client.send_raw(r'{"jsonrpc": "2.0", "method": "session/cancel\udc00", "params": {}}')
+    pair = (
+        r'{"jsonrpc": "2.0", "id": 24, "method": "session/list", "params": {"_x": "\ud83d\ude00"}}'
+    )
+    client.send_raw(pair)
+    # The notification got no answer; the next message is the answer to the valid frame.
+    assert "result" in client.until_response(24)[0]
+
+
+def test_a_prompt_with_a_lone_surrogate_is_refused_and_changes_nothing(
+    client: RawClient, iso: Isolation
+) -> None:
+    sid = client.call("session/new", {"cwd": str(iso.cwd), "mcpServers": []})["result"]["sessionId"]
+    bad = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 25,
+            "method": "session/prompt",
+            "params": {"sessionId": sid, "prompt": [{"type": "text", "text": "say hello \ud800"}]},
+        }
+    )
+    assert r"\ud800" in bad  # json.dumps escapes it: the frame itself is valid UTF-8
+    client.send_raw(bad)
+    err = client.until_response(25)[0]["error"]
+    assert err["code"] == -32602
+    assert "params.prompt[0].text is not valid Unicode" in err["message"]
+    prompt = [{"type": "text", "text": "say hello"}]
+    done = client.call("session/prompt", {"sessionId": sid, "prompt": prompt})
+    assert done["result"] == {"stopReason": "end_turn"}
+    rid = client.send("session/load", {"sessionId": sid, "cwd": str(iso.cwd), "mcpServers": []})
+    _, replayed = client.until_response(rid)
+    said = [
+        m["params"]["update"]["content"]["text"]
+        for m in replayed
+        if m["params"]["update"]["sessionUpdate"] == "user_message_chunk"
+    ]
+    assert said == ["say hello"]  # the refused prompt left no trace
+
+
+def test_a_frame_answered_just_before_stdin_closes_is_still_written(
+    fake_model: FakeModel, iso: Isolation
+) -> None:
+    frames = [
+        r'{"jsonrpc": "2.0", "id": "\udfff", "method": "x"}',
+        r'{"jsonrpc": "2.0", "id": 1, "method": "x\ud800"}',
+    ]
+    done = subprocess.run(
+        acp_argv(fake_model),
+        env=acp_env(iso),
+        cwd=iso.cwd,
+        input="\n".join(frames) + "\n",
+        capture_output=True,
+        text=True,
+        timeout=LIVENESS_S,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [(a["id"], a["error"]["code"]) for a in answers] == [(None, -32600), (1, -32600)]
+    assert "Traceback" not in done.stderr
+
+
+def test_a_model_reply_that_is_not_unicode_reaches_the_client_as_replacement_characters(
+    client: RawClient, iso: Isolation
+) -> None:
+    sid = client.call("session/new", {"cwd": str(iso.cwd), "mcpServers": []})["result"]["sessionId"]
+    prompt = [{"type": "text", "text": "answer with a lone surrogate"}]
+    rid = client.send("session/prompt", {"sessionId": sid, "prompt": prompt})
+    response, before = client.until_response(rid)
+    # The turn's outcome is the runtime's business; the connection's is to carry it.
+    assert "result" in response or "error" in response
+    chunks = [
+        m["params"]["update"]["content"]["text"]
+        for m in before
+        if m.get("method") == "session/update"
+        and m["params"]["update"]["sessionUpdate"] == "agent_message_chunk"
+    ]
+    assert "".join(chunks) == "bad \ufffd text"
+    assert client.proc.poll() is None
+    assert "result" in client.call("session/list", {})

@@ -170,6 +170,29 @@ async def test_binary_frames_are_ignored(ws_server: WsServer) -> None:
         await initialized(ws)
 
 
+@pytest.mark.parametrize(
+    ("frame", "rid", "code"),
+    [
+        (r'{"jsonrpc": "2.0", "id": 5, "method": "x\ud800"}', 5, -32600),
+        (r'{"jsonrpc": "2.0", "id": "\udfff", "method": "initialize"}', None, -32600),
+        (
+            r'{"jsonrpc": "2.0", "id": 6, "method": "initialize", "params": {"a": "\udc00"}}',
+            6,
+            -32602,
+        ),
+    ],
+)
+async def test_text_that_is_not_unicode_gets_an_error_and_the_connection_goes_on(
+    ws_server: WsServer, frame: str, rid: object, code: int
+) -> None:
+    async with connect(ws_server) as ws:
+        await ws.send_message(frame)
+        err = json.loads(await ws.get_message())
+        assert (err["id"], err["error"]["code"]) == (rid, code), err
+        assert "is not valid Unicode: it holds a lone surrogate" in err["error"]["message"]
+        await initialized(ws)
+
+
 async def test_an_oversized_frame_closes_only_that_connection(ws_server: WsServer) -> None:
     async with connect(ws_server) as other:
         await initialized(other)

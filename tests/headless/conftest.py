@@ -78,6 +78,18 @@ SCENARIO: dict[str, Any] = {
                 }
             ],
         },
+        {
+            "match": "look then answer",
+            "replies": [
+                {
+                    "text": "Let me look.",
+                    "tool_calls": [{"name": "bash", "arguments": {"command": "true"}}],
+                },
+                {"text": "Done."},
+            ],
+        },
+        # A lone surrogate: the wire carries it as the JSON escape "\ud800".
+        {"match": "answer with a lone surrogate", "replies": [{"text": "bad \ud800 text"}]},
     ]
 }
 

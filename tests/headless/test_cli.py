@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -121,3 +122,40 @@ def test_the_help_lists_every_headless_flag(iso: Isolation) -> None:
     expected |= {"--continue", "--resume", "--fork"}
     assert expected | {"--max-steps", "--cwd", "--sigterm-grace"} <= flags
     assert "rawtrio sessions" in done.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["-p", os.fsdecode(b"\xff\xfe")], "the value of -p is not valid UTF-8 (byte 0xff"),
+        # A lone surrogate spelled in UTF-8 (CESU-8) is not UTF-8 either.
+        (["-p", os.fsdecode(b"hi \xed\xa0\x80")], "the value of -p is not valid UTF-8 (byte 0xed"),
+        (["-p", "hi", "--model", os.fsdecode(b"m\xc3")], "the value of --model is not valid UTF-8"),
+        (["sessions", "rename", "x", os.fsdecode(b"\xc3")], "argument 4 is not valid UTF-8"),
+    ],
+)
+def test_an_argument_that_is_not_utf8_exits_2_naming_it(
+    iso: Isolation, args: list[str], message: str
+) -> None:
+    done = run_rawtrio(iso, *args, env={"ANTHROPIC_API_KEY": "k"})
+    assert done.returncode == 2, done
+    assert message in done.stderr
+    assert "Traceback" not in done.stderr
+    assert "UnicodeEncodeError" not in done.stderr
+    assert done.stdout == ""
+
+
+def test_a_prompt_on_stdin_that_is_not_utf8_exits_2_saying_so(iso: Isolation) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "rawtrio", "-p", "-"],
+        cwd=iso.cwd,
+        env=iso.env({"ANTHROPIC_API_KEY": "k"}),
+        input=b"say \xff hello",
+        capture_output=True,
+        timeout=LIVENESS_S,
+        check=False,
+    )
+    assert done.returncode == 2, done
+    assert b"standard input is not valid UTF-8 (byte 0xff at offset 4)" in done.stderr
+    assert b"Traceback" not in done.stderr
+    assert done.stdout == b""

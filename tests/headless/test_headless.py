@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
+from rawtrio.unicode_safety import has_lone_surrogate
 from tests.headless.conftest import FakeModel
 from tests.headless.support import Isolation, run_rawtrio
 
@@ -166,7 +168,7 @@ def test_a_retried_request_is_told_on_stderr_and_stdout_keeps_the_answer(
     done = run_rawtrio(iso, *headless(fake_model, "overloaded once"), env=KEYS)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Recovered.\n"
-    assert "rawtrio: retrying in 20 ms: 529 overloaded, retry 1 of 6\n" in done.stderr
+    assert "rawtrio: warning: retrying in 20 ms: 529 overloaded, retry 1 of 6\n" in done.stderr
 
 
 def test_prompt_from_stdin(iso: Isolation, fake_model: FakeModel) -> None:
@@ -230,3 +232,41 @@ def test_a_run_writes_nothing_outside_its_xdg_dirs_and_cwd(
         if p.is_file() and not any(p.is_relative_to(root) for root in xdg_roots)
     ]
     assert strays == []
+
+
+def test_text_output_puts_each_steps_text_on_a_line_of_its_own(
+    iso: Isolation, fake_model: FakeModel
+) -> None:
+    done = run_rawtrio(iso, *headless(fake_model, "look then answer"), env=KEYS)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Let me look.\nDone.\n"
+
+
+@pytest.mark.parametrize("provider", PROVIDERS)
+def test_a_failed_turn_prints_its_error_on_stderr_and_nothing_on_stdout(
+    iso: Isolation, fake_model: FakeModel, provider: str
+) -> None:
+    done = run_rawtrio(iso, *headless(fake_model, "refuse the key", provider=provider), env=KEYS)
+    assert done.returncode == 1
+    assert done.stdout == ""
+    assert "rawtrio: error:" in done.stderr
+
+
+def test_text_that_is_not_unicode_from_the_model_is_written_as_replacement_characters(
+    iso: Isolation, fake_model: FakeModel
+) -> None:
+    prompt = "answer with a lone surrogate"
+    text = run_rawtrio(iso, *headless(fake_model, prompt), env=KEYS)
+    assert text.stdout == "bad \ufffd text\n", text
+    # The run ended through its report (whatever the store made of that reply), not
+    # with an exception from writing stdout.
+    assert text.returncode == 0 or "rawtrio: error: " in text.stderr, text.stderr
+    for fmt in ("stream-json", "json"):
+        done = run_rawtrio(iso, *headless(fake_model, prompt, "--output-format", fmt), env=KEYS)
+        lines = done.json_lines()
+        assert lines, done
+        assert not has_lone_surrogate(json.dumps(lines, ensure_ascii=False))
+        if fmt == "stream-json":
+            assert lines[-1]["type"] == "turn_ended"
+            deltas = [e["text"] for e in lines if e["type"] == "text_delta"]
+            assert "".join(deltas) == "bad \ufffd text"

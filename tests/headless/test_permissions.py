@@ -84,3 +84,26 @@ def test_config_check_names_the_bad_key_and_init_writes_a_valid_file(iso: Isolat
     ok = run_rawtrio(iso, "config", "check", "--config", str(starter))
     assert ok.returncode == 0, ok
     assert "agent:" in ok.stdout
+
+
+def test_text_output_says_on_stderr_which_call_was_denied_and_why(
+    iso: Isolation, fake_model: FakeModel
+) -> None:
+    done = run_rawtrio(iso, "-p", "use a tool", "--base-url", fake_model.base_url, env=ASKING)
+    assert done.returncode == 0, done
+    assert "rawtrio: bash: denied by policy: bash needs approval" in done.stderr
+    assert "denied" not in done.stdout
+
+
+def test_text_output_prints_notices_on_stderr(iso: Isolation, fake_model: FakeModel) -> None:
+    config = iso.root / "rawtrio.toml"
+    config.write_text(
+        'hooks = [{ event = "PostToolUse", match = "bash", '
+        'command = ["sh", "-c", "echo careful >&2; exit 1"] }]\n'
+    )
+    args = ("-p", "use a tool", "--base-url", fake_model.base_url, "--config", str(config))
+    done = run_rawtrio(iso, *args, env=KEYS)
+    assert done.returncode == 0, done
+    assert "rawtrio: warning: " in done.stderr
+    assert "exit code 1: careful" in done.stderr
+    assert "careful" not in done.stdout

@@ -70,3 +70,20 @@ def test_ctrl_c_cancels_the_turn_and_the_chat_goes_on(
     assert "Traceback" not in done.stderr
     assert "(cancelled: cancelled by the user (Ctrl-C))" in done.stdout
     assert "Hello from the fake model." in done.stdout
+
+
+def test_a_reply_that_is_not_unicode_is_shown_and_the_chat_goes_on(
+    iso: Isolation, fake_model: FakeModel
+) -> None:
+    chat = start_chat(iso, fake_model)
+    assert chat.proc.stdin is not None
+    chat.proc.stdin.write("answer with a lone surrogate\n")
+    chat.proc.stdin.flush()
+    chat.wait_for_text("bad \ufffd text")
+    chat.wait_for_text("(")  # the turn's outcome, whatever the store made of that reply
+    chat.proc.stdin.write("say hello\n")
+    chat.proc.stdin.flush()
+    chat.wait_for_text("Hello from the fake model.")
+    chat.proc.stdin.close()
+    done = chat.finish()
+    assert done.returncode == 0, done.stderr

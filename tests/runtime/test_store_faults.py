@@ -179,7 +179,8 @@ async def test_a_fault_after_the_outcome_was_stored_leaves_the_outcome_as_stored
                 store.arm(at=4, times=1)
                 session.cancel("test cancel")
                 ended = await session.wait_turn(turn_id)
-            assert store.failed and store.failed[0].endswith("set_state"), store.failed
+            assert store.failed, "the armed fault never fired"
+            assert store.failed[0].endswith("set_state"), store.failed
             record = await store.find_turn(session.id, "r1")
             assert record is not None
             assert ended.outcome is TurnOutcome.CANCELLED
