@@ -55,6 +55,7 @@ from rawtrio.tools.subreaper import (
     reap_if_child,
     signal_pids,
 )
+from rawtrio.tools.watchdog import RUNTIME_ENV_VAR, WATCHDOG, runtime_marker
 
 _READ_SIZE: Final = 65536
 #: How long to wait for the pipe's end of file once the group is done or stopped.
@@ -136,13 +137,15 @@ def child_environment(
     call_marker: str | None = None,
 ) -> dict[str, str]:
     """The environment for a child: `base` (default os.environ) minus the variables named
-    in `strip` (shell-style patterns such as `*_API_KEY` allowed), plus the markers."""
+    in `strip` (shell-style patterns such as `*_API_KEY` allowed), plus the markers
+    (session, runtime, call)."""
     env = dict(os.environ if base is None else base)
     patterns = tuple(strip)
     for name in list(env):
         if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns):
             del env[name]
     env[SESSION_ENV_VAR] = session_id
+    env[RUNTIME_ENV_VAR] = runtime_marker()
     if call_marker is not None:
         env[CALL_ENV_VAR] = call_marker
     return env
@@ -173,6 +176,7 @@ async def run_in_process_group(
     watch = watch if watch is not None else ProcessWatch()
     marker = call_marker if call_marker is not None else uuid.uuid4().hex
     output = BoundedOutput(output_cap)
+    WATCHDOG.ensure_started()
     proc = await trio.lowlevel.open_process(
         list(argv),
         stdin=subprocess.DEVNULL,
@@ -183,6 +187,7 @@ async def run_in_process_group(
         start_new_session=True,
     )
     # No checkpoint between the start and the `try`: a cancel cannot leak the process.
+    WATCHDOG.register(proc.pid)
     run = _GroupRun(proc, output, on_output, grace_s, marker)
     watch.pid, watch.started_at, watch.output = proc.pid, run.started_at, output
     ended_by = EndedBy.CANCEL  # unless the wait below finishes
@@ -198,6 +203,7 @@ async def run_in_process_group(
         with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
             cleanup.shield = True
             await run.stop_group()
+        run.unregister_if_gone()
         watch.result = run.result(ended_by)
     return watch.result
 
@@ -277,6 +283,12 @@ class _GroupRun:
                 await self.eof.wait()
             nursery.cancel_scope.cancel(reason="process group stopped")
         await self.stdout.aclose()
+
+    def unregister_if_gone(self) -> None:
+        """Tell the watchdog the group is gone, unless the stop could not finish (then the
+        watchdog still ends the group should rawtrio die)."""
+        if self.proc.returncode is not None and not self._members_alive():
+            WATCHDOG.unregister(self.pgid)
 
     async def _until_members_gone(self) -> None:
         # Polling: there is no event for "the last member of a process group died".
