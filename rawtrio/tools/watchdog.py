@@ -171,18 +171,18 @@ def runtime_marker() -> str:
 # --- records of open runtimes, and the sweep at start -----------------------------------
 
 
-def _record_text() -> str:
-    return f"{os.getpid()} {start_time(os.getpid()) or 0} {_pid_namespace()}\n"
-
-
-def write_record(state_dir: Path) -> Path:
-    """Record this process as a live runtime of `state_dir` (0600 in a 0700 directory)."""
+def write_record(state_dir: Path, marker: str | None = None, pid: int | None = None) -> Path:
+    """Record a live runtime of `state_dir` (default: this process's) as
+    `runtimes/<marker>` holding "<pid> <start time> <pid namespace>"; 0600 in a 0700
+    directory."""
+    marker = WATCHDOG.marker if marker is None else marker
+    pid = os.getpid() if pid is None else pid
     records = state_dir / RECORDS_DIR
     records.mkdir(mode=0o700, parents=True, exist_ok=True)
-    path = records / WATCHDOG.marker
+    path = records / marker
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
     with os.fdopen(fd, "w") as f:
-        f.write(_record_text())
+        f.write(f"{pid} {start_time(pid) or 0} {_pid_namespace()}\n")
     return path
 
 
