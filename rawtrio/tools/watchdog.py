@@ -74,6 +74,8 @@ class Watchdog:
         self.proc: subprocess.Popen[bytes] | None = None
         #: How many watchdog processes were started (a restart after one was killed).
         self.starts = 0
+        #: A forked child's copies of its parent's watchdog (see `forget_after_fork`).
+        self.inherited: list[subprocess.Popen[bytes]] = []
 
     @property
     def running(self) -> bool:
@@ -159,8 +161,22 @@ class Watchdog:
             await trio.to_thread.run_sync(proc.wait)
 
 
+    def forget_after_fork(self) -> None:
+        """In a forked child: another process, so another marker and no watchdog yet (the
+        copy of the parent's pipe is closed, so the parent's death still reaches it)."""
+        if self.proc is not None:
+            if self.proc.stdin is not None:
+                with contextlib.suppress(OSError):
+                    self.proc.stdin.close()
+            # Not ours to wait for: kept, so that no `Popen.__del__` ever looks at it.
+            self.inherited.append(self.proc)
+        self.marker = uuid.uuid4().hex
+        self.owners, self.groups, self.proc, self.starts = 0, set(), None, 0
+
+
 #: The process-wide watchdog: one per rawtrio process, shared by the runtimes open in it.
 WATCHDOG: Final = Watchdog()
+os.register_at_fork(after_in_child=WATCHDOG.forget_after_fork)
 
 
 def runtime_marker() -> str:
