@@ -63,8 +63,15 @@ _TEXT = (
 )
 
 
+#: What each call leaves running besides its own short sleep: a process in its group and
+#: one that left it (`setsid`). The call ends both when it finishes; when rawtrio is
+#: killed mid-call, only its watchdog can, and the parent checks it did (no survivors).
+LINGERING: Final = "sleep 30 >/dev/null 2>&1 & setsid sleep 30 >/dev/null 2>&1 &"
+
+
 def _bash(tag: str) -> dict[str, Any]:
-    return {"name": "bash", "arguments": {"command": f"echo {tag} >> {RUNS_FILE}; sleep 0.1"}}
+    command = f"echo {tag} >> {RUNS_FILE}; {LINGERING} sleep 0.1"
+    return {"name": "bash", "arguments": {"command": command}}
 
 
 #: Two turns: the first with a batch of two calls, the second with one; every reply
