@@ -4,7 +4,8 @@ Each run is a fresh temporary directory with a SQLite store. A child process
 (`stress.crash_child`) creates a session and runs two turns with `bash` calls through the
 real runtime and SDK against this process's fake model server, saying on stdout what it
 has made durable. After a seeded random delay from its `ready` line the parent sends it
-SIGKILL, waits for the tool processes it orphaned to finish, and then:
+SIGKILL, checks that no process of the session still runs 2 s after the kill (the killed
+child's watchdog must have ended them; a survivor is a violation), and then:
 
 1. reads the session's rows with a read-only connection (`before`);
 2. reopens the session through the real runtime (`open_runtime(SqliteStore(db))`,
@@ -19,6 +20,10 @@ and checks them (`stress.crash_checks`): I1 (pairing, the follow-up accepted wit
 no call ran without a recorded start, ran twice or re-ran; the follow-up carries the
 recovery note) and I7 (every commit, call start and outcome the child reported, and every
 event recorded before one of them, is still there; recovery only appends).
+
+Children are forked from a fork server (`crash_child.serve`) that has imported everything,
+so a kill costs no SDK import. The last line printed is the summary
+(`crash: N SIGKILLs, M interrupted turns recovered, S survivors, V violations`).
 
 The kill moment is drawn per run from `random.Random(f"{seed}:{run}")`: half of the runs
 are killed at a uniform random time over the baseline run's two turns; the other half

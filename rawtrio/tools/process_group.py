@@ -2,8 +2,10 @@
 
 Used by every tool that starts a program (bash now; hooks and user tools later). The child
 gets stdin from /dev/null (nothing can wait for a keyboard), stdout and stderr merged into
-one pipe that is read as it arrives, and `RAWTRIO_SESSION=<session id>` in its environment
-so that descendants which escape the group can later be attributed to their session.
+one pipe that is read as it arrives, and `RAWTRIO_SESSION=<session id>`,
+`RAWTRIO_RUNTIME=<this process's marker>` and `RAWTRIO_CALL=<call marker>` in its
+environment, so that descendants which escape the group can later be attributed to their
+session, runtime and call.
 
 How a run ends:
 
@@ -19,6 +21,19 @@ other members to die, SIGKILL to the group if anything is left, then reaping the
 the trio `Process`'s own `wait()` (never `waitpid(-1)`, which would steal other children's
 statuses). It runs in a shielded scope bounded by `CLEANUP_DEADLINE_S`, while the pipe keeps
 being read so a child that prints on SIGTERM cannot block on a full pipe.
+
+Lifetime policy: no process rawtrio starts — tool, hook, MCP server, and whatever they
+start — outlives the session that started it, nor rawtrio itself by more than about a
+second however rawtrio ends:
+
+- a call, hook or server ends its group and escaped descendants when it ends (above);
+- a closing session sweeps what still carries its `RAWTRIO_SESSION` marker
+  (`subreaper.end_session_processes`);
+- should rawtrio die without cleaning up (`kill -9`, the OOM killer), the runtime's
+  watchdog, to which every group is registered here, ends the registered groups and every
+  process carrying this process's `RAWTRIO_RUNTIME` marker (`watchdog.py`);
+- should the watchdog have died too, the next rawtrio opening the same state directory
+  ends what dead runtimes recorded there left (the sweep at start, `watchdog.py`).
 
 Zombies: orphaned members are reparented to PID 1 (or a subreaper), which may be slow to
 reap them — some container inits never do. A member counts as alive only while it is not a

@@ -160,7 +160,6 @@ class Watchdog:
             proc.kill()
             await trio.to_thread.run_sync(proc.wait)
 
-
     def forget_after_fork(self) -> None:
         """In a forked child: another process, so another marker and no watchdog yet (the
         copy of the parent's pipe is closed, so the parent's death still reaches it)."""
