@@ -229,4 +229,5 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    # No interpreter teardown: nothing is buffered, and rawtrio's close waits for the exit.
+    os._exit(main(sys.argv[1:]))

@@ -19,7 +19,14 @@ import psutil
 import pytest
 
 from tests.headless.conftest import FakeModel, fake_model_process
-from tests.headless.support import Isolation, LiveRun, alive, descendant_pids, wait_until
+from tests.headless.support import (
+    Isolation,
+    LiveRun,
+    alive,
+    descendant_pids,
+    is_watchdog,
+    wait_until,
+)
 
 #: The tool's processes: bash, its `sleep 1000`, and a grandchild in a session of its own.
 COMMAND = (
@@ -55,10 +62,8 @@ def sleeps(pid: int) -> list[int]:
     return found
 
 
-def test_kill_9_of_rawtrio_mid_tool_leaves_no_process_running(
-    iso: Isolation, fake: FakeModel
-) -> None:
-    run = LiveRun.start(
+def start(iso: Isolation, fake: FakeModel) -> LiveRun:
+    return LiveRun.start(
         iso,
         "-p",
         "leave processes behind",
@@ -70,12 +75,18 @@ def test_kill_9_of_rawtrio_mid_tool_leaves_no_process_running(
         "stream-json",
         env={"ANTHROPIC_API_KEY": "test-key"},
     )
+
+
+def test_kill_9_of_rawtrio_mid_tool_leaves_no_process_running(
+    iso: Isolation, fake: FakeModel
+) -> None:
+    run = start(iso, fake)
     procs: list[psutil.Process] = []
     try:
         run.wait_for_event("tool_call_started")
         wait_until(lambda: len(sleeps(run.proc.pid)) == 2, "both sleeps run")
-        # bash, its sleep, the escaped sleep, and the watchdog (a python).
-        procs = [psutil.Process(pid) for pid in descendant_pids(run.proc.pid)]
+        # bash, its sleep, the escaped sleep, and the watchdog.
+        procs = [psutil.Process(p) for p in descendant_pids(run.proc.pid, with_watchdog=True)]
         escaped = int((iso.cwd / "escaped.pid").read_text())
         assert escaped in [p.pid for p in procs]
         assert os.getsid(escaped) == escaped  # it left the tool's session and group
@@ -90,3 +101,23 @@ def test_kill_9_of_rawtrio_mid_tool_leaves_no_process_running(
         for p in alive(procs):
             with contextlib.suppress(psutil.NoSuchProcess):
                 p.kill()
+
+
+def test_the_watchdog_ends_with_a_rawtrio_that_exits_normally(
+    iso: Isolation, fake: FakeModel
+) -> None:
+    run = start(iso, fake)
+    watchdogs: list[psutil.Process] = []
+    try:
+        run.wait_for_event("tool_call_started")
+        wait_until(lambda: len(sleeps(run.proc.pid)) == 2, "both sleeps run")
+        children = [psutil.Process(p) for p in descendant_pids(run.proc.pid, with_watchdog=True)]
+        watchdogs = [p for p in children if is_watchdog(p)]
+        assert len(watchdogs) == 1
+        run.proc.send_signal(signal.SIGTERM)  # a cancelled turn, a normal exit
+        done = run.finish()
+        assert done.returncode == 143, done
+        assert alive(children) == []  # the watchdog was reaped with everything else
+    finally:
+        if run.proc.poll() is None:
+            run.kill()
