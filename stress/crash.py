@@ -4,7 +4,8 @@ Each run is a fresh temporary directory with a SQLite store. A child process
 (`stress.crash_child`) creates a session and runs two turns with `bash` calls through the
 real runtime and SDK against this process's fake model server, saying on stdout what it
 has made durable. After a seeded random delay from its `ready` line the parent sends it
-SIGKILL, waits for the tool processes it orphaned to finish, and then:
+SIGKILL, checks that no process of the session still runs 2 s after the kill (the killed
+child's watchdog must have ended them; a survivor is a violation), and then:
 
 1. reads the session's rows with a read-only connection (`before`);
 2. reopens the session through the real runtime (`open_runtime(SqliteStore(db))`,
@@ -19,6 +20,10 @@ and checks them (`stress.crash_checks`): I1 (pairing, the follow-up accepted wit
 no call ran without a recorded start, ran twice or re-ran; the follow-up carries the
 recovery note) and I7 (every commit, call start and outcome the child reported, and every
 event recorded before one of them, is still there; recovery only appends).
+
+Children are forked from a fork server (`crash_child.serve`) that has imported everything,
+so a kill costs no SDK import. The last line printed is the summary
+(`crash: N SIGKILLs, M interrupted turns recovered, S survivors, V violations`).
 
 The kill moment is drawn per run from `random.Random(f"{seed}:{run}")`: half of the runs
 are killed at a uniform random time over the baseline run's two turns; the other half
@@ -35,16 +40,19 @@ from __future__ import annotations
 import argparse
 import contextlib
 import itertools
+import json
 import os
 import random
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
 import time
 import warnings
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -54,11 +62,12 @@ import trio
 
 from rawtrio.contracts import ToolStatus
 from rawtrio.messages import ProviderKind, ToolResult
+from rawtrio.providers import make_provider
 from rawtrio.runtime.runtime import open_runtime
 from rawtrio.store.sqlite import SqliteStore
 from rawtrio.testing.fake_model import FakeModelServer, Scenario, open_fake_model_server
 from stress.crash_checks import CrashObservation, check_crash, read_snapshot
-from stress.crash_child import RUNS_FILE, SCRIPT, session_options
+from stress.crash_child import RUNS_FILE, SCRIPT, send_request, session_options
 from stress.invariants import session_processes
 from stress.report import Violation
 
@@ -67,7 +76,8 @@ WIRES: Final[tuple[ProviderKind, ...]] = ("anthropic", "openai-chat", "openai-re
 #: Liveness bounds (never performance judgements).
 START_LIMIT_S: Final = 60.0
 TURN_LIMIT_S: Final = 30.0
-ORPHAN_LIMIT_S: Final = 5.0
+#: The requirement: no process rawtrio started runs this long after its `kill -9`.
+SURVIVOR_LIMIT_S: Final = 2.0
 #: Pause before the scan that confirms no orphan is left (fork → exec takes far less).
 ORPHAN_SETTLE_S: Final = 0.1
 #: Phases a run of the full budget should land kills in (reported when missing).
@@ -113,12 +123,14 @@ def phase_of(lines: Sequence[str]) -> str:
 class CrashOptions:
     budget_s: float = 60.0
     seed: int = 1
-    jobs: int = 2
+    jobs: int = 4
     wires: tuple[ProviderKind, ...] = WIRES
     #: Stop after this many runs (None: as many as the budget allows).
     max_runs: int | None = None
     #: Replay only these run numbers.
     only: tuple[int, ...] = ()
+    #: Fork the children from a server that imported everything once (else spawn each).
+    fork_server: bool = True
 
 
 @dataclass(frozen=True)
@@ -143,6 +155,8 @@ class ChildLog:
     killed: bool = False
     startup_s: float = 0.0
     stderr: str = ""
+    #: `time.monotonic()` when the SIGKILL was sent.
+    killed_at: float | None = None
 
     @property
     def texts(self) -> list[str]:
@@ -160,7 +174,13 @@ class CrashRun:
     violations: list[Violation] = field(default_factory=list)
     interrupted: int = 0
     results: Counter[str] = field(default_factory=Counter)
+    #: Tool processes found running after the kill (then ended by rawtrio's watchdog).
     orphans: int = 0
+    #: Processes still running `SURVIVOR_LIMIT_S` after the kill (each is a violation).
+    survivors: int = 0
+    #: Where the run's time went: "start" (to `ready`), "turns" (to the kill or the end),
+    #: "orphans" (waiting for the tool processes to go), "reopen" (recovery + follow-up).
+    times: dict[str, float] = field(default_factory=dict)
 
 
 @dataclass
@@ -213,23 +233,156 @@ class CrashReport:
         return self.error is None and self.baseline is not None and not self.violations
 
 
+class Child:
+    """A crash child as the parent sees it: its pid, output streams and exit status."""
+
+    def __init__(
+        self,
+        pid: int,
+        stdout: trio.abc.ReceiveStream,
+        stderr: trio.abc.ReceiveStream,
+        process: trio.Process | None = None,
+    ) -> None:
+        self.pid = pid
+        self.stdout = stdout
+        self.stderr = stderr
+        #: Set for a child started the plain way; a forked one's exit comes from the server.
+        self.process = process
+        self.returncode: int | None = None
+        self.exited = trio.Event()
+
+    def exit(self, returncode: int) -> None:
+        self.returncode = returncode
+        self.exited.set()
+
+    async def wait(self) -> None:
+        if self.process is not None:
+            self.exit(await self.process.wait())
+        await self.exited.wait()
+
+    def kill(self) -> None:
+        if self.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(self.pid, signal.SIGKILL)
+
+    async def aclose(self) -> None:
+        for stream in (self.stdout, self.stderr):
+            await stream.aclose()
+
+
+class ForkServer:
+    """Children forked by `python -m stress.crash_child --serve` (see `crash_child.serve`):
+    the imports (1–3 s of CPU for the SDKs) are paid once, not once per kill."""
+
+    def __init__(self, process: trio.Process, control: socket.socket) -> None:
+        self.process = process
+        self.control = control
+        self.ids = itertools.count(1)
+        self.forked: dict[int, trio.MemorySendChannel[int]] = {}
+        self.children: dict[int, Child] = {}
+        self.serving = trio.Event()
+
+    async def read_replies(self) -> None:
+        assert self.process.stdout is not None
+        buffer = b""
+        while chunk := await self.process.stdout.receive_some():
+            *lines, buffer = (buffer + chunk).split(b"\n")
+            for line in lines:
+                reply = json.loads(line)
+                if "serving" in reply:
+                    self.serving.set()
+                elif "id" in reply:
+                    self.forked.pop(reply["id"]).send_nowait(reply["pid"])
+                elif reply["pid"] in self.children:
+                    self.children.pop(reply["pid"]).exit(reply["status"])
+        for child in self.children.values():
+            child.exit(-signal.SIGKILL)
+
+    async def spawn(self, args: Sequence[str]) -> Child:
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        request_id = next(self.ids)
+        send, receive = trio.open_memory_channel[int](1)
+        self.forked[request_id] = send
+        try:
+            send_request(self.control, [request_id, *args], [out_w, err_w])
+        finally:
+            os.close(out_w)
+            os.close(err_w)
+        stdout, stderr = trio.lowlevel.FdStream(out_r), trio.lowlevel.FdStream(err_r)
+        with trio.fail_after(START_LIMIT_S):
+            pid = await receive.receive()
+        child = self.children[pid] = Child(pid, stdout, stderr)
+        return child
+
+
+@asynccontextmanager
+async def open_fork_server() -> AsyncIterator[ForkServer]:
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    try:
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "stress.crash_child", "--serve"],
+            cwd=ROOT,
+            stdin=theirs.fileno(),
+            stdout=subprocess.PIPE,
+        )
+    finally:
+        theirs.close()
+    server = ForkServer(process, ours)
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(server.read_replies)
+            with trio.fail_after(START_LIMIT_S):
+                await server.serving.wait()
+            yield server
+            ours.close()  # the server exits on end of file
+            with trio.move_on_after(TURN_LIMIT_S):
+                await process.wait()
+            nursery.cancel_scope.cancel(reason="fork server stopped")
+    finally:
+        ours.close()
+        with trio.CancelScope(shield=True):
+            if process.returncode is None:
+                process.kill()
+            await process.wait()
+            assert process.stdout is not None
+            await process.stdout.aclose()
+
+
+@asynccontextmanager
+async def _no_fork_server() -> AsyncIterator[None]:
+    yield None
+
+
+async def spawn_child(args: Sequence[str]) -> Child:
+    """A child started the plain way (`--no-fork-server`)."""
+    argv = [sys.executable, "-m", "stress.crash_child", *args]
+    process = await trio.lowlevel.open_process(
+        argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
+    )
+    assert process.stdout is not None
+    assert process.stderr is not None
+    return Child(process.pid, process.stdout, process.stderr, process)
+
+
 async def run_child(
-    db: Path, cwd: Path, wire: ProviderKind, server: FakeModelServer, plan: KillPlan | None
+    db: Path,
+    cwd: Path,
+    wire: ProviderKind,
+    server: FakeModelServer,
+    plan: KillPlan | None,
+    forks: ForkServer | None = None,
 ) -> ChildLog:
     """Run the child and SIGKILL it as `plan` says (None: let it finish)."""
     base_url = server.base_url if wire == "anthropic" else server.openai_base_url
-    argv = [sys.executable, "-m", "stress.crash_child", str(db), str(cwd), wire, base_url]
+    args = [str(db), str(cwd), wire, base_url]
     log = ChildLog()
     started = time.monotonic()
     ready_at = started
     ready = trio.Event()
     anchor = trio.Event()
     writes = 0
-    process = await trio.lowlevel.open_process(
-        argv, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL
-    )
-    assert process.stdout is not None
-    assert process.stderr is not None
+    child = await (forks.spawn(args) if forks is not None else spawn_child(args))
 
     async def read_lines(stream: trio.abc.ReceiveStream) -> None:
         nonlocal ready_at, writes
@@ -261,39 +414,42 @@ async def run_child(
 
     try:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(read_lines, process.stdout)
-            nursery.start_soon(read_stderr, process.stderr)
+            nursery.start_soon(read_lines, child.stdout)
+            nursery.start_soon(read_stderr, child.stderr)
             with trio.move_on_after(START_LIMIT_S):
                 await ready.wait()
             if plan is not None and log.session_id is not None:
                 if plan.write is not None:
                     await anchor.wait()
                 await trio.sleep(plan.delay_s)
-            if process.returncode is None and (plan is not None or log.session_id is None):
-                process.send_signal(signal.SIGKILL)
+            if child.returncode is None and (plan is not None or log.session_id is None):
+                child.kill()
+                log.killed_at = time.monotonic()
             with trio.move_on_after(TURN_LIMIT_S):
-                await process.wait()
+                await child.wait()
     finally:
-        if process.returncode is None:
-            process.kill()
-            with trio.CancelScope(shield=True):
-                await process.wait()
-    log.returncode = process.returncode
-    log.killed = process.returncode == -signal.SIGKILL
+        with trio.CancelScope(shield=True):
+            if child.returncode is None:
+                child.kill()
+                await child.wait()
+            await child.aclose()
+    log.returncode = child.returncode
+    log.killed = child.returncode == -signal.SIGKILL
     return log
 
 
-async def wait_for_orphans(session_id: str) -> int:
-    """Wait for the tool processes the killed child left; kill those that outstay the bound.
+async def wait_for_orphans(session_id: str, killed_at: float) -> tuple[int, list[str]]:
+    """Wait for the tool processes the killed child left to be ended (by its watchdog).
 
-    Returns how many there were. A process the child forked just before it died shows
-    the child's environment (without the session marker) until it execs, so the scan is
-    repeated after a pause until one finds nothing. (Orphans are re-parented to this
-    process when it is a child subreaper, hence `reap_zombies`.)
+    Returns (how many were seen, the command lines of those still running
+    `SURVIVOR_LIMIT_S` after the kill, which are then killed here). A process the child
+    forked just before it died shows the child's environment (without the session marker)
+    until it execs, so the scan is repeated after a pause until one finds nothing.
     """
     seen: set[int] = set()
     found: list[int] = []
-    with trio.move_on_after(ORPHAN_LIMIT_S):
+    deadline = killed_at + SURVIVOR_LIMIT_S - time.monotonic()
+    with trio.move_on_after(max(0.0, deadline)):
         while True:
             found = await trio.to_thread.run_sync(session_processes, session_id)
             seen.update(found)
@@ -304,10 +460,23 @@ async def wait_for_orphans(session_id: str) -> int:
                 if not found:
                     break
             await trio.sleep(0.01)
-    for pid in found:
+    survivors = await trio.to_thread.run_sync(session_processes, session_id) if found else []
+    described = command_lines(survivors)
+    for pid in survivors:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-    return len(seen)
+    return len(seen), described
+
+
+def command_lines(pids: Sequence[int]) -> list[str]:
+    lines = []
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                lines.append(f"{pid}: " + f.read().replace(b"\0", b" ").decode().strip())
+        except OSError:
+            lines.append(f"{pid}: (gone)")
+    return lines
 
 
 #: The commands the tool processes run; only zombies of these are reaped here.
@@ -341,18 +510,22 @@ async def run_one(
     tmp: Path,
     run: CrashRun,
     wire: ProviderKind,
+    forks: ForkServer | None = None,
 ) -> ChildLog | None:
     """One child, killed (or not, for the baseline), then reopened and checked."""
     started = time.monotonic()
     db, cwd = tmp / "sessions.db", tmp / "work"
     await trio.Path(cwd).mkdir(parents=True)
     try:
-        log = await run_child(db, cwd, wire, server, run.plan)
+        log = await run_child(db, cwd, wire, server, run.plan, forks)
     except Exception as exc:
         run.violations.append(Violation("harness", f"the child could not run: {exc!r}"))
         return None
     run.phase = phase_of(log.texts)
     run.killed = log.killed
+    ended_at = log.killed_at or time.monotonic()
+    run.times["start"] = log.startup_s
+    run.times["turns"] = ended_at - started - log.startup_s
     if log.session_id is None:
         tail = log.stderr.strip().splitlines()[-3:]
         run.violations.append(
@@ -362,13 +535,25 @@ async def run_one(
     if not log.killed and log.returncode != 0:
         tail = log.stderr.strip().splitlines()[-3:]
         run.violations.append(Violation("harness", f"the child failed ({log.returncode}): {tail}"))
-    run.orphans = await wait_for_orphans(log.session_id)
+    run.orphans, survivors = await wait_for_orphans(log.session_id, ended_at)
+    run.times["orphans"] = time.monotonic() - ended_at
+    reopen_at = time.monotonic()
+    run.survivors = len(survivors)
+    if survivors:
+        run.violations.append(
+            Violation(
+                "processes",
+                f"{len(survivors)} process(es) still ran {SURVIVOR_LIMIT_S:g} s after the kill: "
+                + "; ".join(survivors),
+            )
+        )
     reap_zombies()
     try:
         observation = await reopen(server, db, cwd, wire, log, f"crash-followup {run.index}")
     except Exception as exc:  # a crash of the reopen is a finding, not the end of the suite
         run.violations.append(Violation("I6", f"the reopen raised {type(exc).__name__}: {exc}"))
         return log
+    run.times["reopen"] = time.monotonic() - reopen_at
     run.violations += check_crash(observation)
     before = observation.before
     run.interrupted = sum(1 for o in before.turns.values() if o is None)
@@ -418,45 +603,67 @@ async def run_crash(options: CrashOptions) -> CrashReport:
     report = CrashReport(options.budget_s, options.seed, options.jobs)
     started = time.monotonic()
     deadline = trio.current_time() + options.budget_s
-    async with open_fake_model_server(Scenario.from_dict(SCRIPT)) as server:
-        with tempfile.TemporaryDirectory(prefix="rawtrio-crash-") as tmp_dir:
-            tmp = Path(tmp_dir)
-            baseline = CrashRun(None, "openai-chat", None)
-            log = await run_one(server, tmp / "baseline", baseline, "openai-chat")
-            report.baseline = baseline
-            if log is None or log.session_id is None or baseline.violations:
-                report.error = "the baseline run (no kill) failed"
-                report.elapsed_s = time.monotonic() - started
-                return report
-            timeline = report.timeline = Timeline.of(log)
-            durations = [baseline.duration_s]
-            numbers = iter(options.only) if options.only else itertools.count(1)
-
-            started_runs = 0
-
-            async def worker() -> None:
-                nonlocal started_runs
-                for index in numbers:
-                    if options.max_runs is not None and started_runs >= options.max_runs:
-                        return
-                    expected = sum(durations[-6:]) / len(durations[-6:])
-                    late = trio.current_time() + expected > deadline
-                    if late and started_runs and not options.only:
-                        return  # at least one kill, however small the budget
-                    started_runs += 1
-                    rng = random.Random(f"{options.seed}:{index}")
-                    wire = rng.choice(options.wires)
-                    run = CrashRun(index, wire, timeline.draw(rng))
-                    await run_one(server, tmp / f"run{index}", run, wire)
-                    durations.append(run.duration_s or expected)
-                    report.runs.append(run)
-
-            async with trio.open_nursery() as nursery:
-                for _ in range(max(1, options.jobs)):
-                    nursery.start_soon(worker)
+    async with (
+        open_fake_model_server(Scenario.from_dict(SCRIPT)) as server,
+        trio.open_nursery() as nursery,
+    ):
+        # The reopens build SDK clients here: import the SDKs while the children start.
+        nursery.start_soon(partial(trio.to_thread.run_sync, import_providers))
+        async with open_fork_server() if options.fork_server else _no_fork_server() as forks:
+            await _run_all(options, report, server, forks, deadline)
     report.runs.sort(key=lambda r: r.index or 0)
     report.elapsed_s = time.monotonic() - started
     return report
+
+
+def import_providers() -> None:
+    from stress.crash_child import WIRES as ALL_WIRES
+
+    for wire in ALL_WIRES:
+        make_provider(session_options(Path("/"), wire, "http://127.0.0.1:9").provider)
+
+
+async def _run_all(
+    options: CrashOptions,
+    report: CrashReport,
+    server: FakeModelServer,
+    forks: ForkServer | None,
+    deadline: float,
+) -> None:
+    """The baseline, then the killed runs, `options.jobs` at a time, until the deadline."""
+    with tempfile.TemporaryDirectory(prefix="rawtrio-crash-") as tmp_dir:
+        tmp = Path(tmp_dir)
+        baseline = CrashRun(None, "openai-chat", None)
+        log = await run_one(server, tmp / "baseline", baseline, "openai-chat", forks)
+        report.baseline = baseline
+        if log is None or log.session_id is None or baseline.violations:
+            report.error = "the baseline run (no kill) failed"
+            return
+        timeline = report.timeline = Timeline.of(log)
+        durations = [baseline.duration_s]
+        numbers = iter(options.only) if options.only else itertools.count(1)
+        started_runs = 0
+
+        async def worker() -> None:
+            nonlocal started_runs
+            for index in numbers:
+                if options.max_runs is not None and started_runs >= options.max_runs:
+                    return
+                expected = sum(durations[-6:]) / len(durations[-6:])
+                late = trio.current_time() + expected > deadline
+                if late and started_runs and not options.only:
+                    return  # at least one kill, however small the budget
+                started_runs += 1
+                rng = random.Random(f"{options.seed}:{index}")
+                wire = rng.choice(options.wires)
+                run = CrashRun(index, wire, timeline.draw(rng))
+                await run_one(server, tmp / f"run{index}", run, wire, forks)
+                durations.append(run.duration_s or expected)
+                report.runs.append(run)
+
+        async with trio.open_nursery() as nursery:
+            for _ in range(max(1, options.jobs)):
+                nursery.start_soon(worker)
 
 
 def format_report(report: CrashReport) -> str:
@@ -486,8 +693,19 @@ def format_report(report: CrashReport) -> str:
         lines.append(
             f"   recovered: {sum(r.interrupted for r in runs)} interrupted turn(s); results "
             f"{results[ToolStatus.OUTCOME_UNKNOWN.value]} outcome_unknown, "
-            f"{results[ToolStatus.CANCELLED.value]} cancelled; "
-            f"{sum(r.orphans for r in runs)} orphaned tool process(es) outlived the kill"
+            f"{results[ToolStatus.CANCELLED.value]} cancelled"
+        )
+        lines.append(
+            f"   processes: {sum(r.orphans for r in runs)} tool process(es) found running after "
+            f"a kill, {sum(r.survivors for r in runs)} still running "
+            f"{SURVIVOR_LIMIT_S:g} s after it"
+        )
+        spent: Counter[str] = Counter()
+        for r in runs:
+            spent.update(r.times)
+        lines.append(
+            "   time per run (mean): "
+            + ", ".join(f"{k} {v / len(runs):.2f} s" for k, v in spent.items())
         )
         missing = [p for p in EXPECTED_PHASES if p not in phases]
         if missing and len(runs) >= 12:
@@ -504,7 +722,20 @@ def format_report(report: CrashReport) -> str:
         "all invariants held" if report.ok else f"FAILED ({len(report.violations)} finding(s))"
     )
     lines.append(f"== {len(runs)} runs in {report.elapsed_s:.1f} s ({rate:.2f} runs/s); {verdict}")
+    lines.append(summary_line(report))
     return "\n".join(lines)
+
+
+def summary_line(report: CrashReport) -> str:
+    """The suite's one-line summary, printed last."""
+    runs = report.runs
+    everything = [report.baseline, *runs] if report.baseline else runs
+    return (
+        f"crash: {sum(r.killed for r in runs)} SIGKILLs, "
+        f"{sum(r.interrupted for r in runs)} interrupted turns recovered, "
+        f"{sum(r.survivors for r in everything)} survivors, "
+        f"{len(report.violations) + (report.error is not None)} violations"
+    )
 
 
 def parse_args(argv: Sequence[str] | None = None) -> CrashOptions:
@@ -515,9 +746,14 @@ def parse_args(argv: Sequence[str] | None = None) -> CrashOptions:
     )
     parser.add_argument("--budget", type=float, default=60.0, help="seconds (default 60)")
     parser.add_argument("--seed", type=int, default=None, help="seed (default: a new one)")
-    parser.add_argument("--jobs", type=int, default=2, help="runs at the same time (default 2)")
+    parser.add_argument("--jobs", type=int, default=4, help="runs at the same time (default 4)")
     parser.add_argument("--wire", action="append", choices=WIRES, help="repeatable; default all")
     parser.add_argument("--max-runs", type=int, default=None, help="stop after N runs")
+    parser.add_argument(
+        "--no-fork-server",
+        action="store_true",
+        help="start each child as a new program (slower: it imports everything each time)",
+    )
     parser.add_argument(
         "--run", type=int, action="append", metavar="K", help="replay only run K (repeatable)"
     )
@@ -532,6 +768,7 @@ def parse_args(argv: Sequence[str] | None = None) -> CrashOptions:
         wires=tuple(args.wire or WIRES),
         max_runs=args.max_runs,
         only=tuple(args.run or ()),
+        fork_server=not args.no_fork_server,
     )
 
 

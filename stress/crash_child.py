@@ -1,5 +1,10 @@
 """The process the crash suite kills: `python -m stress.crash_child DB CWD WIRE BASE_URL`.
 
+Or, to start children without paying for the imports each time (the SDKs take 1–3 s of
+CPU), `python -m stress.crash_child --serve`: a fork server (see `serve`) that imports
+everything once and forks one child per request. A forked child runs exactly what the
+command line runs, in a fresh `trio.run`.
+
 It creates a session in the SQLite store DB, runs the two turns of `SCRIPT` through the
 real runtime, SDK and the parent's fake model server (at BASE_URL, speaking WIRE), and
 says on stdout, one line at a time and unbuffered, what it has done — so the parent,
@@ -20,12 +25,18 @@ between the fact and its line only makes the parent's knowledge smaller.
 
 from __future__ import annotations
 
+import gc
 import json
 import os
+import select
+import signal
+import socket
 import sys
+import tempfile
+import traceback
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Final, cast
+from typing import Any, Final
 
 import trio
 
@@ -40,6 +51,7 @@ from rawtrio.store.sqlite import SqliteStore
 from rawtrio.tools.base import ToolSettings
 
 RUNS_FILE: Final = "runs.txt"
+WIRES: Final[tuple[ProviderKind, ...]] = ("anthropic", "openai-chat", "openai-responses")
 PROMPTS: Final = ("crash-turn-one", "crash-turn-two")
 #: Each call appends its tag to `RUNS_FILE` when it starts, then works a little while.
 TAGS: Final = ("one", "two", "three")
@@ -51,8 +63,15 @@ _TEXT = (
 )
 
 
+#: What each call leaves running besides its own short sleep: a process in its group and
+#: one that left it (`setsid`). The call ends both when it finishes; when rawtrio is
+#: killed mid-call, only its watchdog can, and the parent checks it did (no survivors).
+LINGERING: Final = "sleep 30 >/dev/null 2>&1 & setsid sleep 30 >/dev/null 2>&1 &"
+
+
 def _bash(tag: str) -> dict[str, Any]:
-    return {"name": "bash", "arguments": {"command": f"echo {tag} >> {RUNS_FILE}; sleep 0.1"}}
+    command = f"echo {tag} >> {RUNS_FILE}; {LINGERING} sleep 0.1"
+    return {"name": "bash", "arguments": {"command": command}}
 
 
 #: Two turns: the first with a batch of two calls, the second with one; every reply
@@ -136,11 +155,130 @@ async def run(db: Path, cwd: Path, wire: ProviderKind, base_url: str) -> None:
     say("done")
 
 
-def main(argv: Sequence[str]) -> None:
+def child_main(argv: Sequence[str]) -> None:
     db, cwd, wire, base_url = argv
-    if wire not in ("anthropic", "openai-chat", "openai-responses"):
+    if wire not in WIRES:
         raise SystemExit(f"unknown wire {wire}")
-    trio.run(run, Path(db), Path(cwd), cast(ProviderKind, wire), base_url)
+    trio.run(run, Path(db), Path(cwd), wire, base_url)
+
+
+#: How often the fork server looks for exited children while no request comes.
+_REAP_POLL_S: Final = 0.01
+
+
+def serve(control: socket.socket) -> None:
+    """The fork server: read requests on `control`, fork a child for each.
+
+    A request is one datagram-sized message: a JSON list `[id, db, cwd, wire, base_url]`
+    with two descriptors attached (SCM_RIGHTS), the child's stdout and stderr; the parent
+    keeps the read ends, so it sees end of file when the child dies, as with a spawned
+    process. Replies on stdout, one JSON object a line: `{"id": id, "pid": pid}` once
+    forked, `{"pid": pid, "status": returncode}` once reaped (negative: the signal).
+
+    The server is a child subreaper and reaps every child it gets — its own and the tool
+    processes and watchdogs a killed child orphaned — with `waitpid(-1)`: it runs no trio
+    and waits for nothing else. Imports are done before the first fork, and no thread
+    runs, so a fork is safe.
+    """
+    from rawtrio.tools.subreaper import become_child_subreaper
+
+    warm_up()
+    become_child_subreaper()
+    ours: set[int] = set()
+    say(json.dumps({"serving": os.getpid()}))
+    while True:
+        ready, _, _ = select.select([control], [], [], _REAP_POLL_S)
+        if ready:
+            data, fds, _, _ = socket.recv_fds(control, 65536, 2)
+            if not data:
+                return  # the parent closed the control socket
+            request = json.loads(data)
+            pid = os.fork()
+            if pid == 0:
+                _run_forked(control, request[1:], fds)
+            for fd in fds:
+                os.close(fd)
+            ours.add(pid)
+            say(json.dumps({"id": request[0], "pid": pid}))
+        while True:
+            try:
+                pid, status = os.waitpid(-1, os.WNOHANG)
+            except ChildProcessError:
+                break
+            if pid == 0:
+                break
+            if pid in ours:
+                ours.discard(pid)
+                say(json.dumps({"pid": pid, "status": os.waitstatus_to_exitcode(status)}))
+
+
+def warm_up() -> None:
+    """Run both turns once per wire in this process, against a fake model server of its
+    own, so that everything a child imports or builds lazily (the SDKs' resources, schema
+    validation, the tools) is there before the first fork; then freeze the heap, so that
+    the children's garbage collections leave the shared pages alone. Its lines go nowhere:
+    stdout is the parent's reply pipe."""
+    null = os.open(os.devnull, os.O_WRONLY)
+    saved = os.dup(1)
+    os.dup2(null, 1)
+    try:
+        trio.run(_warm_up_runs)
+    finally:
+        os.dup2(saved, 1)
+        os.close(saved)
+        os.close(null)
+    gc.collect()
+    gc.freeze()
+
+
+async def _warm_up_runs() -> None:
+    from rawtrio.testing.fake_model import Scenario, open_fake_model_server
+
+    with tempfile.TemporaryDirectory(prefix="rawtrio-crash-warm-") as tmp:
+        async with (
+            open_fake_model_server(Scenario.from_dict(SCRIPT)) as server,
+            trio.open_nursery() as nursery,
+        ):
+            for wire in WIRES:
+                cwd = Path(tmp) / wire
+                cwd.mkdir()
+                url = server.base_url if wire == "anthropic" else server.openai_base_url
+                nursery.start_soon(run, cwd / "sessions.db", cwd, wire, url)
+
+
+def _run_forked(control: socket.socket, argv: list[str], fds: list[int]) -> None:
+    """In the forked child: stdout and stderr to the parent's pipes, then the child's run."""
+    code = 0
+    try:
+        control.close()
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(fds[0], 1)
+        os.dup2(fds[1], 2)
+        for fd in (null, *fds):
+            os.close(fd)
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+        child_main(argv)
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else 1
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    finally:
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def send_request(control: socket.socket, request: list[object], fds: Sequence[int]) -> None:
+    """The parent's side of a request (see `serve`)."""
+    socket.send_fds(control, [json.dumps(request).encode()], list(fds))
+
+
+def main(argv: Sequence[str]) -> None:
+    if argv == ["--serve"]:
+        serve(socket.socket(fileno=0))
+    else:
+        child_main(argv)
 
 
 if __name__ == "__main__":

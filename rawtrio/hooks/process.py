@@ -35,6 +35,7 @@ from rawtrio.tools.process_group import (
     _GroupRun,
     child_environment,
 )
+from rawtrio.tools.watchdog import WATCHDOG
 
 _READ_SIZE: Final = 65536
 #: How long to wait for stderr's end of file once the leader exited or the group stopped.
@@ -83,6 +84,7 @@ async def run_hook_process(
     stdout_buf, stderr_buf = BoundedOutput(output_cap), BoundedOutput(output_cap)
     # The per-run marker lets the group stopper find descendants that escaped the group.
     marker = uuid.uuid4().hex
+    WATCHDOG.ensure_started()
     proc = await trio.lowlevel.open_process(
         list(argv),
         stdin=subprocess.PIPE,
@@ -93,6 +95,7 @@ async def run_hook_process(
         start_new_session=True,
     )
     # No checkpoint between the start and the `try`: a cancel cannot leak the process.
+    WATCHDOG.register(proc.pid)
     run = _GroupRun(proc, stdout_buf, None, grace_s, marker)
     errors = _StderrReader(proc, stderr_buf)
     watch.pid = proc.pid
@@ -124,6 +127,7 @@ async def run_hook_process(
             await errors.aclose()
             assert proc.stdin is not None
             await proc.stdin.aclose()
+        run.unregister_if_gone()
         watch.result = HookProcessResult(run.result(ended_by), stderr_buf.text())
     return watch.result
 

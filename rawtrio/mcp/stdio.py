@@ -41,6 +41,7 @@ from mcp.shared.message import SessionMessage
 from rawtrio.contracts import CLEANUP_DEADLINE_S
 from rawtrio.mcp.log import LineSplitter, ServerLog
 from rawtrio.tools.subreaper import CALL_ENV_VAR, end_marked
+from rawtrio.tools.watchdog import WATCHDOG
 
 _READ_SIZE: Final = 65536
 #: How long to wait for stdout's end of file once the server process exited.
@@ -213,6 +214,7 @@ async def open_stdio_transport(
 ]:
     """Start the server; yield (read stream, write stream, transport). OSError when the
     program cannot be started."""
+    WATCHDOG.ensure_started()
     proc = await trio.lowlevel.open_process(
         list(spec.argv),
         stdin=subprocess.PIPE,
@@ -223,6 +225,7 @@ async def open_stdio_transport(
         start_new_session=True,
     )
     # No checkpoint between the start and the `try`: a cancel cannot leak the process.
+    WATCHDOG.register(proc.pid)
     transport = StdioTransport(proc, spec, log)
     read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     # A small buffer towards the server: a `notifications/cancelled` sent when a turn is
@@ -254,3 +257,5 @@ async def open_stdio_transport(
                 if pipe is not None:
                     with contextlib.suppress(trio.ClosedResourceError, OSError):
                         await pipe.aclose()
+        if proc.returncode is not None and not transport._group_alive():
+            WATCHDOG.unregister(proc.pid)

@@ -27,6 +27,7 @@ from rawtrio.store.base import ExportFormat, SearchHit, SessionRecord, SessionSt
 from rawtrio.tools.base import Tool
 from rawtrio.tools.registry import ToolRegistry
 from rawtrio.tools.subreaper import become_child_subreaper
+from rawtrio.tools.watchdog import guard_processes
 
 log = logging.getLogger(__name__)
 #: Session state key of the skills' fingerprints when the session last ran.
@@ -227,7 +228,10 @@ async def open_runtime(
     # so they can be found and ended (Linux; a no-op elsewhere).
     become_child_subreaper()
     with collapse_group():
-        async with trio.open_nursery() as nursery:
+        # A watchdog ends this process's children should it die; leftovers of dead ones
+        # in the same state directory are swept now (rawtrio/tools/watchdog.py).
+        db_path = getattr(store, "path", None)
+        async with guard_processes(db_path), trio.open_nursery() as nursery:
             runtime = Runtime(nursery, store, provider_factory, registry_factory)
             if retention_days:
                 nursery.start_soon(_expire, store, retention_days, name="expire sessions")

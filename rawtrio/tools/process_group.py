@@ -2,8 +2,10 @@
 
 Used by every tool that starts a program (bash now; hooks and user tools later). The child
 gets stdin from /dev/null (nothing can wait for a keyboard), stdout and stderr merged into
-one pipe that is read as it arrives, and `RAWTRIO_SESSION=<session id>` in its environment
-so that descendants which escape the group can later be attributed to their session.
+one pipe that is read as it arrives, and `RAWTRIO_SESSION=<session id>`,
+`RAWTRIO_RUNTIME=<this process's marker>` and `RAWTRIO_CALL=<call marker>` in its
+environment, so that descendants which escape the group can later be attributed to their
+session, runtime and call.
 
 How a run ends:
 
@@ -19,6 +21,19 @@ other members to die, SIGKILL to the group if anything is left, then reaping the
 the trio `Process`'s own `wait()` (never `waitpid(-1)`, which would steal other children's
 statuses). It runs in a shielded scope bounded by `CLEANUP_DEADLINE_S`, while the pipe keeps
 being read so a child that prints on SIGTERM cannot block on a full pipe.
+
+Lifetime policy: no process rawtrio starts — tool, hook, MCP server, and whatever they
+start — outlives the session that started it, nor rawtrio itself by more than about a
+second however rawtrio ends:
+
+- a call, hook or server ends its group and escaped descendants when it ends (above);
+- a closing session sweeps what still carries its `RAWTRIO_SESSION` marker
+  (`subreaper.end_session_processes`);
+- should rawtrio die without cleaning up (`kill -9`, the OOM killer), the runtime's
+  watchdog, to which every group is registered here, ends the registered groups and every
+  process carrying this process's `RAWTRIO_RUNTIME` marker (`watchdog.py`);
+- should the watchdog have died too, the next rawtrio opening the same state directory
+  ends what dead runtimes recorded there left (the sweep at start, `watchdog.py`).
 
 Zombies: orphaned members are reparented to PID 1 (or a subreaper), which may be slow to
 reap them — some container inits never do. A member counts as alive only while it is not a
@@ -55,6 +70,7 @@ from rawtrio.tools.subreaper import (
     reap_if_child,
     signal_pids,
 )
+from rawtrio.tools.watchdog import RUNTIME_ENV_VAR, WATCHDOG, runtime_marker
 
 _READ_SIZE: Final = 65536
 #: How long to wait for the pipe's end of file once the group is done or stopped.
@@ -136,13 +152,15 @@ def child_environment(
     call_marker: str | None = None,
 ) -> dict[str, str]:
     """The environment for a child: `base` (default os.environ) minus the variables named
-    in `strip` (shell-style patterns such as `*_API_KEY` allowed), plus the markers."""
+    in `strip` (shell-style patterns such as `*_API_KEY` allowed), plus the markers
+    (session, runtime, call)."""
     env = dict(os.environ if base is None else base)
     patterns = tuple(strip)
     for name in list(env):
         if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns):
             del env[name]
     env[SESSION_ENV_VAR] = session_id
+    env[RUNTIME_ENV_VAR] = runtime_marker()
     if call_marker is not None:
         env[CALL_ENV_VAR] = call_marker
     return env
@@ -173,6 +191,7 @@ async def run_in_process_group(
     watch = watch if watch is not None else ProcessWatch()
     marker = call_marker if call_marker is not None else uuid.uuid4().hex
     output = BoundedOutput(output_cap)
+    WATCHDOG.ensure_started()
     proc = await trio.lowlevel.open_process(
         list(argv),
         stdin=subprocess.DEVNULL,
@@ -183,6 +202,7 @@ async def run_in_process_group(
         start_new_session=True,
     )
     # No checkpoint between the start and the `try`: a cancel cannot leak the process.
+    WATCHDOG.register(proc.pid)
     run = _GroupRun(proc, output, on_output, grace_s, marker)
     watch.pid, watch.started_at, watch.output = proc.pid, run.started_at, output
     ended_by = EndedBy.CANCEL  # unless the wait below finishes
@@ -198,6 +218,7 @@ async def run_in_process_group(
         with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
             cleanup.shield = True
             await run.stop_group()
+        run.unregister_if_gone()
         watch.result = run.result(ended_by)
     return watch.result
 
@@ -277,6 +298,12 @@ class _GroupRun:
                 await self.eof.wait()
             nursery.cancel_scope.cancel(reason="process group stopped")
         await self.stdout.aclose()
+
+    def unregister_if_gone(self) -> None:
+        """Tell the watchdog the group is gone, unless the stop could not finish (then the
+        watchdog still ends the group should rawtrio die)."""
+        if self.proc.returncode is not None and not self._members_alive():
+            WATCHDOG.unregister(self.pgid)
 
     async def _until_members_gone(self) -> None:
         # Polling: there is no event for "the last member of a process group died".

@@ -197,18 +197,28 @@ class LiveRun:
 
     def kill(self) -> None:
         """Last resort after a failed test: the whole tree, so nothing outlives it."""
-        with_children = [self.proc.pid, *descendant_pids(self.proc.pid)]
+        with_children = [self.proc.pid, *descendant_pids(self.proc.pid, with_watchdog=True)]
         for pid in with_children:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         self.proc.wait(timeout=LIVENESS_S)
 
 
-def descendant_pids(pid: int) -> list[int]:
+def descendant_pids(pid: int, *, with_watchdog: bool = False) -> list[int]:
+    """The processes below `pid`, without rawtrio's watchdog (not a tool's process) unless
+    asked for."""
     try:
-        return [p.pid for p in psutil.Process(pid).children(recursive=True)]
+        children = psutil.Process(pid).children(recursive=True)
     except psutil.NoSuchProcess:
         return []
+    return [p.pid for p in children if with_watchdog or not is_watchdog(p)]
+
+
+def is_watchdog(p: psutil.Process) -> bool:
+    try:
+        return any(arg.endswith("watchdog_process.py") for arg in p.cmdline())
+    except psutil.Error:
+        return False
 
 
 def wait_until(predicate: Callable[[], bool], what: str) -> None:

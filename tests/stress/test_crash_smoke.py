@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
+import signal
 import sys
+import time
 from typing import Any
 
 import pytest
@@ -13,7 +16,8 @@ import trio
 from rawtrio.contracts import ToolStatus, TurnOutcome
 from rawtrio.messages import AssistantMessage, Message, TextPart, ToolCall, ToolResult, UserMessage
 from rawtrio.store import codec
-from stress.crash import CrashOptions, format_report, phase_of, run_crash
+from rawtrio.tools.subreaper import SESSION_ENV_VAR
+from stress.crash import CrashOptions, format_report, phase_of, run_crash, wait_for_orphans
 from stress.crash_checks import CrashObservation, DbSnapshot, check_crash
 
 #: Liveness only: a child starts in a few seconds; three runs and a baseline.
@@ -30,6 +34,8 @@ async def test_killed_children_reopen_with_i1_i6_i7_holding() -> None:
     assert 1 <= len(report.runs) <= 3, text
     assert report.violations == [], text
     assert report.ok, text
+    assert text.splitlines()[-1].startswith("crash: ")
+    assert " 0 survivors, 0 violations" in text.splitlines()[-1]
 
 
 def test_phase_is_read_from_the_last_line() -> None:
@@ -104,3 +110,20 @@ def test_checks_report_a_lost_commit_and_a_refused_followup() -> None:
     lost = dataclasses.replace(obs.reopened, context=obs.reopened.context[:1])
     found = {v.invariant for v in check_crash(_observation(reopened=lost, followup_statuses=[400]))}
     assert {"I1", "I7"} <= found
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="/proc")
+async def test_a_tool_process_still_running_2_s_after_the_kill_is_a_survivor() -> None:
+    session = "crash-smoke-survivor"
+    env = {"PATH": os.environ["PATH"], SESSION_ENV_VAR: session}
+    proc = await trio.lowlevel.open_process(["sleep", "1000"], env=env, start_new_session=True)
+    try:
+        with trio.fail_after(LIVENESS_S):
+            seen, survivors = await wait_for_orphans(session, killed_at=time.monotonic())
+            assert seen == 1
+            assert survivors == [f"{proc.pid}: sleep 1000"]
+            assert await proc.wait() == -signal.SIGKILL  # and it was ended
+    finally:
+        proc.kill()
+        with trio.CancelScope(shield=True):
+            await proc.wait()
