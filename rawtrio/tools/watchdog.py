@@ -41,6 +41,7 @@ from typing import Final
 
 import trio
 
+from rawtrio.private_files import open_private
 from rawtrio.tools import watchdog_process
 from rawtrio.tools.watchdog_process import end_all, environ_values, start_time
 
@@ -192,11 +193,8 @@ def write_record(state_dir: Path, marker: str | None = None, pid: int | None = N
     directory."""
     marker = WATCHDOG.marker if marker is None else marker
     pid = os.getpid() if pid is None else pid
-    records = state_dir / RECORDS_DIR
-    records.mkdir(mode=0o700, parents=True, exist_ok=True)
-    path = records / marker
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
-    with os.fdopen(fd, "w") as f:
+    path = state_dir / RECORDS_DIR / marker
+    with open_private(path, "w") as f:  # 0600 in a 0700 folder, looser ones tightened
         f.write(f"{pid} {start_time(pid) or 0} {_pid_namespace()}\n")
     return path
 

@@ -20,7 +20,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from tests.headless.support import LIVENESS_S, Isolation, alive, rawtrio_argv
+from tests.headless.support import LIVENESS_S, Isolation, alive, is_watchdog, rawtrio_argv
 
 COLUMNS, ROWS = 110, 40
 
@@ -165,7 +165,8 @@ class Pane:
 
 
 def descendants_of(proc: psutil.Process) -> list[psutil.Process]:
+    """The processes below `proc`, without rawtrio's watchdog (not a tool's process)."""
     try:
-        return alive(proc.children(recursive=True))
+        return [p for p in alive(proc.children(recursive=True)) if not is_watchdog(p)]
     except psutil.NoSuchProcess:
         return []
