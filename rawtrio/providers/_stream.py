@@ -154,9 +154,14 @@ async def _events(
 def writable(event: StreamEvent) -> StreamEvent:
     """`event` with every lone surrogate in its text replaced by U+FFFD (the same object
     when it has none, which is nearly always: see the module docstring)."""
+    # The hot path, one ASCII delta: exact type checks are cheaper than isinstance.
+    if (type(event) is TextDelta or type(event) is ThinkingDelta) and event.text.isascii():
+        return event
+    return _writable(event)
+
+
+def _writable(event: StreamEvent) -> StreamEvent:
     if isinstance(event, TextDelta | ThinkingDelta):
-        if event.text.isascii():
-            return event
         text = replace_lone_surrogates(event.text)
         return event if text is event.text else type(event)(text)
     if isinstance(event, ToolCallArgsDelta):
