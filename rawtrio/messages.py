@@ -25,6 +25,7 @@ from typing import Any, Literal
 
 from rawtrio.contracts import DeniedBy, ToolStatus
 from rawtrio.frozen import FrozenJSON, empty, freeze, thaw
+from rawtrio.unicode_safety import has_lone_surrogate, may_hold_lone_surrogate, scrub_json
 
 #: Which wire format a provider speaks. Opaque parts are tagged with it.
 ProviderKind = Literal["anthropic", "openai-chat", "openai-responses"]
@@ -64,7 +65,9 @@ class ToolCall:
 
     `raw_arguments` is exactly what the model streamed; `arguments` is the parsed object,
     or None when `raw_arguments` was not a JSON object (the call then gets an
-    `invalid_arguments` result, and the adapters send `{}` back to the provider).
+    `invalid_arguments` result, and the adapters send `{}` back to the provider). A JSON
+    escape can spell a lone surrogate (`"\\ud800"`), which is not text: `arguments`
+    holds U+FFFD in its place, however often the call is parsed (stream, store).
     """
 
     id: str
@@ -84,6 +87,8 @@ class ToolCall:
             parsed = json.loads(text)
         except ValueError:
             parsed = None
+        if may_hold_lone_surrogate(text) or (not text.isascii() and has_lone_surrogate(text)):
+            parsed = scrub_json(parsed)
         args = freeze(parsed) if isinstance(parsed, dict) else None
         return ToolCall(call_id, name, raw_arguments, args, provider_item_id)
 

@@ -7,6 +7,13 @@ this version does not know (written by a newer rawtrio) decodes to None and is s
 Cursors are opaque to callers: a direction letter and the last sequence number returned,
 base64-encoded. Paging is keyset (`seq < ?` / `seq > ?` on the primary key), so a page
 costs the same at any depth of a long history.
+
+Every text bound to a statement passes `text` (or `dumps`, which does the same): a lone
+surrogate (U+D800–U+DFFF) cannot be encoded as UTF-8, so SQLite's binding would raise
+`UnicodeEncodeError` and lose the whole write. Model text is made writable where it enters
+(`rawtrio.providers._stream`); this is the guard for any other source (an MCP server's or
+a hook's JSON, a directory name that is not UTF-8): each lone surrogate is stored as
+U+FFFD. The check costs one `str.isascii()` for ASCII text.
 """
 
 from __future__ import annotations
@@ -22,12 +29,20 @@ from rawtrio.contracts import DeniedBy, ToolStatus, TurnOutcome
 from rawtrio.frozen import freeze
 from rawtrio.messages import Message, message_from_json, message_to_json
 from rawtrio.store.errors import InvalidCursor
+from rawtrio.unicode_safety import replace_lone_surrogates
 
 _ENUMS: dict[str, Any] = {"status": ToolStatus, "outcome": TurnOutcome, "denied_by": DeniedBy}
 
 
 def dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """JSON text SQLite can store: lone surrogates (left as they are by `ensure_ascii=False`,
+    and only ever inside a string) become U+FFFD."""
+    return replace_lone_surrogates(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
+
+
+def text(value: str | None) -> str | None:
+    """A text column's value SQLite can store (see the module docstring)."""
+    return None if value is None else replace_lone_surrogates(value)
 
 
 def event_to_row(event: ev.Event) -> str:
@@ -70,11 +85,11 @@ def message_from_row(body: str) -> Message:
 def searchable_text(event: ev.Event) -> str | None:
     """The words full-text search finds for an event; None for deltas and bookkeeping."""
     if isinstance(event, ev.UserMessageCommitted | ev.AssistantMessageCommitted | ev.Notice):
-        return event.text or None
+        return text(event.text or None)
     if isinstance(event, ev.StreamInterrupted):
-        return event.partial_text or None
+        return text(event.partial_text or None)
     if isinstance(event, ev.ToolCallFinished):
-        return f"{event.name}: {event.content}"
+        return text(f"{event.name}: {event.content}")
     return None
 
 

@@ -4,6 +4,9 @@ Every write is one `BEGIN IMMEDIATE` transaction (`write_txn`): taking the write
 front avoids WAL's "database is locked" on upgrade (STACK-NOTES). Commit points of the
 turn contract run with `synchronous=FULL`, so they are on disk when the loop moves on;
 display-event batches use `NORMAL` (an fsync of a later commit covers them too).
+
+Text from outside rawtrio's control is bound through `codec.text` / `codec.dumps`, which
+store a lone surrogate as U+FFFD instead of failing the write (see `codec`).
 """
 
 from __future__ import annotations
@@ -68,7 +71,16 @@ def create_session(conn: Conn, record: SessionRecord) -> None:
 def create_session_row(conn: Conn, r: SessionRecord) -> None:
     conn.execute(
         f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)",
-        (r.id, r.title, r.cwd, r.system_prompt, r.provider, r.model, r.created_at, r.updated_at),
+        (
+            r.id,
+            codec.text(r.title),
+            codec.text(r.cwd),
+            codec.text(r.system_prompt),
+            r.provider,
+            codec.text(r.model),
+            r.created_at,
+            r.updated_at,
+        ),
     )
 
 
@@ -81,7 +93,7 @@ def expired(conn: Conn, before: float) -> list[str]:
 
 
 def list_sessions(conn: Conn, cwd: str | None) -> list[SessionRecord]:
-    where, args = ("WHERE cwd = ?", (cwd,)) if cwd is not None else ("", ())
+    where, args = ("WHERE cwd = ?", (codec.text(cwd),)) if cwd is not None else ("", ())
     rows = conn.execute(
         f"SELECT {_SESSION_COLUMNS} FROM sessions {where} ORDER BY updated_at DESC", args
     )
@@ -91,7 +103,7 @@ def list_sessions(conn: Conn, cwd: str | None) -> list[SessionRecord]:
 def rename(conn: Conn, session_id: str, title: str) -> None:
     with write_txn(conn):
         require(conn, session_id)
-        conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (title, session_id))
+        conn.execute("UPDATE sessions SET title = ? WHERE id = ?", (codec.text(title), session_id))
 
 
 def delete(conn: Conn, session_id: str) -> None:
@@ -172,7 +184,7 @@ def append_messages(
         title = title_from_prompt(first_user.text)
     conn.execute(
         "UPDATE sessions SET message_count = ?, updated_at = ?, title = ? WHERE id = ?",
-        (count + len(messages), time.time(), title, session_id),
+        (count + len(messages), time.time(), codec.text(title), session_id),
     )
 
 
@@ -210,7 +222,7 @@ def begin_turn(conn: Conn, session_id: str, turn_id: str, request_id: str | None
         require(conn, session_id)
         conn.execute(
             "INSERT INTO turns (session_id, id, client_request_id, started_at) VALUES (?,?,?,?)",
-            (session_id, turn_id, request_id, time.time()),
+            (session_id, turn_id, codec.text(request_id), time.time()),
         )
 
 
@@ -219,7 +231,7 @@ def find_turn(conn: Conn, session_id: str, request_id: str) -> TurnRecord | None
     row = conn.execute(
         "SELECT id, client_request_id, outcome, reason FROM turns "
         "WHERE session_id = ? AND client_request_id = ?",
-        (session_id, request_id),
+        (session_id, codec.text(request_id)),
     ).fetchone()
     if row is None:
         return None
@@ -239,7 +251,7 @@ def end_turn(conn: Conn, session_id: str, turn_id: str, outcome: str, reason: st
         conn.execute(
             "UPDATE turns SET outcome = ?, reason = ?, ended_at = ? "
             "WHERE session_id = ? AND id = ?",
-            (outcome, reason, time.time(), session_id, turn_id),
+            (outcome, codec.text(reason), time.time(), session_id, turn_id),
         )
 
 

@@ -252,20 +252,23 @@ def test_a_failed_turn_prints_its_error_on_stderr_and_nothing_on_stdout(
     assert "rawtrio: error:" in done.stderr
 
 
+@pytest.mark.parametrize("provider", PROVIDERS)
 def test_text_that_is_not_unicode_from_the_model_is_written_as_replacement_characters(
-    iso: Isolation, fake_model: FakeModel
+    iso: Isolation, fake_model: FakeModel, provider: str
 ) -> None:
     prompt = "answer with a lone surrogate"
-    text = run_rawtrio(iso, *headless(fake_model, prompt), env=KEYS)
+    text = run_rawtrio(iso, *headless(fake_model, prompt, provider=provider), env=KEYS)
     assert text.stdout == "bad \ufffd text\n", text
-    # The run ended through its report (whatever the store made of that reply), not
-    # with an exception from writing stdout.
-    assert text.returncode == 0 or "rawtrio: error: " in text.stderr, text.stderr
+    # The turn completed: the reply was stored with U+FFFD in the surrogate's place.
+    assert text.returncode == 0, text.stderr
+    assert text.stderr == "", text.stderr
     for fmt in ("stream-json", "json"):
-        done = run_rawtrio(iso, *headless(fake_model, prompt, "--output-format", fmt), env=KEYS)
+        args = headless(fake_model, prompt, "--output-format", fmt, provider=provider)
+        done = run_rawtrio(iso, *args, env=KEYS)
         lines = done.json_lines()
         assert lines, done
         assert not has_lone_surrogate(json.dumps(lines, ensure_ascii=False))
+        assert lines[-1]["outcome"] == "completed", lines[-1]
         if fmt == "stream-json":
             assert lines[-1]["type"] == "turn_ended"
             deltas = [e["text"] for e in lines if e["type"] == "text_delta"]

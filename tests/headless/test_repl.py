@@ -80,7 +80,8 @@ def test_a_reply_that_is_not_unicode_is_shown_and_the_chat_goes_on(
     chat.proc.stdin.write("answer with a lone surrogate\n")
     chat.proc.stdin.flush()
     chat.wait_for_text("bad \ufffd text")
-    chat.wait_for_text("(")  # the turn's outcome, whatever the store made of that reply
+    outcome = chat.wait_for_text("(")  # the turn's outcome
+    assert outcome.startswith("(completed"), outcome
     chat.proc.stdin.write("say hello\n")
     chat.proc.stdin.flush()
     chat.wait_for_text("Hello from the fake model.")

@@ -89,7 +89,8 @@ def stable_id(prefix: str, seed: str, n: int = 0, length: int = 24) -> str:
 
 
 def sign(text: str) -> str:
-    mac = hmac.new(_KEY, text.encode(), hashlib.sha256).digest()
+    # `surrogatepass`: a scenario may script text that is not Unicode (a lone surrogate).
+    mac = hmac.new(_KEY, text.encode("utf-8", "surrogatepass"), hashlib.sha256).digest()
     return base64.b64encode(b"fake-model-sig:" + mac).decode()
 
 
