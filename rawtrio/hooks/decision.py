@@ -32,6 +32,7 @@ from rawtrio.hooks.spec import (
     PLAIN_CONTEXT_EVENTS,
     HookEvent,
 )
+from rawtrio.unicode_safety import scrub_json
 
 #: At most this many characters of one hook's context reach the model.
 CONTEXT_CAP: Final = 10_000
@@ -83,7 +84,7 @@ def interpret_stdout(event: HookEvent, stdout: str) -> Verdict:
         return Verdict(HookDecision.CONTINUE)
     if text.startswith("{"):
         try:
-            data = json.loads(text)
+            data = scrub_json(json.loads(text))  # "\ud800" escapes: U+FFFD instead
         except ValueError as exc:
             return Verdict(
                 HookDecision.WARN,

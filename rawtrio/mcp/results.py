@@ -27,6 +27,7 @@ from rawtrio.frozen import freeze
 from rawtrio.messages import ImagePart, image_type
 from rawtrio.tools.base import ToolOutput
 from rawtrio.tools.bounded_output import BoundedOutput
+from rawtrio.unicode_safety import replace_lone_surrogates
 
 if TYPE_CHECKING:
     import mcp_types as types
@@ -120,7 +121,9 @@ def to_output(
             parts.append(f"[{getattr(c, 'type', type(c).__name__)} content: not shown]")
     if not parts and result.structured_content is not None:
         parts.append(json.dumps(result.structured_content, ensure_ascii=False))
-    text = redact("\n".join(parts)) or "(the tool returned no content)"
+    # A JSON escape such as "\ud800" decodes to a lone surrogate: the model, the store and
+    # every front end get U+FFFD instead (the same text everywhere).
+    text = replace_lone_surrogates(redact("\n".join(parts))) or "(the tool returned no content)"
     details: dict[str, Any] = {"server": server, "tool": tool}
     if media:
         details["media"] = media

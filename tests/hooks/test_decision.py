@@ -74,6 +74,16 @@ def test_binary_garbage_is_treated_as_plain_text() -> None:
     assert v.decision is HookDecision.CONTINUE
 
 
+def test_a_json_escape_of_a_lone_surrogate_becomes_a_replacement_character() -> None:
+    stdout = (
+        '{"hookSpecificOutput": {"permissionDecision": "deny", '
+        '"permissionDecisionReason": "bad \\ud800"}}'
+    )
+    v = interpret_stdout(HookEvent.PRE_TOOL_USE, stdout)
+    assert (v.decision, v.reason) == (HookDecision.DENY, "bad \ufffd")
+    v.reason.encode("utf-8")  # what reaches the model and the store can be written
+
+
 def test_pre_tool_use_permission_decision_deny() -> None:
     data = {
         "hookSpecificOutput": {

@@ -129,6 +129,14 @@ def test_an_error_result_and_structured_content() -> None:
     assert to_output(structured, server="s", tool="t", cap=100).content == '{"n": 1}'
 
 
+def test_text_with_a_lone_surrogate_becomes_a_replacement_character() -> None:
+    # What a server's JSON escape "\ud800" decodes to; encoding it to UTF-8 used to raise.
+    result = types.CallToolResult(content=[types.TextContent(type="text", text="bad \ud800")])
+    assert to_output(result, server="s", tool="t", cap=100).content == "bad \ufffd"
+    structured = types.CallToolResult(content=[], structured_content={"n": "\udfff"})
+    assert to_output(structured, server="s", tool="t", cap=100).content == '{"n": "\ufffd"}'
+
+
 def test_secrets_are_redacted_from_results() -> None:
     result = types.CallToolResult(content=[types.TextContent(type="text", text="key=abcdef123")])
     out = to_output(
