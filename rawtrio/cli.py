@@ -13,7 +13,7 @@ session (`rawtrio.headless`); after it, they are noted and the process leaves an
 
 The program leaves with `os._exit` once its output is flushed: tearing down the
 interpreter after the provider SDKs were imported costs most of a second, which would
-put "signal → exit" far outside the cancel budget (DESIGN.md §4, §7). Everything that
+put "signal → exit" far outside the cancel budget (docs/benchmarks.md). Everything that
 matters is done by then — the turn is recorded, child processes are reaped, the store is
 closed — so nothing is lost by skipping the teardown.
 """
@@ -33,7 +33,7 @@ from typing import NoReturn
 from rawtrio import __version__
 
 PROVIDERS = ("anthropic", "openai-chat", "openai-responses")
-#: The exit code of a run ended by each signal (DESIGN.md §3a).
+#: The exit code of a run ended by each signal (docs/contracts.md).
 SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
 
 

@@ -1,4 +1,4 @@
-"""The values every layer shares (DESIGN.md §3a), decided once.
+"""The values every layer shares (docs/contracts.md), decided once.
 
 `docs/contracts.md` is the prose version of this module; change both together.
 Store rows, events, stream-json, the TUI and ACP all use these exact strings.

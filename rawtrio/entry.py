@@ -1,7 +1,7 @@
 """The console script's first module: answers `--version` before importing anything else.
 
 `rawtrio --version` must take no more than the interpreter's own start-up plus a few
-milliseconds (DESIGN.md §7); even argparse and logging cost more than that. Every other
+milliseconds (docs/benchmarks.md); even argparse and logging cost more than that. Every other
 command line goes to `rawtrio.cli.main`, which parses it properly.
 """
 

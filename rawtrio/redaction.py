@@ -1,4 +1,4 @@
-"""Keeping secret values out of what rawtrio shows, stores and sends (DESIGN.md §8).
+"""Keeping secret values out of what rawtrio shows, stores and sends (docs/security.md).
 
 One `Redactor` per runtime collects the values that must never appear: API keys, and
 variables the config marks secret (added as they are first read). Everything that leaves

@@ -12,7 +12,7 @@ Two jobs, both about finding sessions in the durable store by what the user type
   a session runs elsewhere; `rm` and `rename` write, so they need it.
 
 An id may be given as a unique prefix of at least `MIN_PREFIX` characters, as with git.
-Exit codes follow DESIGN.md §3a: 0 done, 1 the store failed, 2 usage (an unknown or
+Exit codes follow docs/contracts.md: 0 done, 1 the store failed, 2 usage (an unknown or
 ambiguous id included), 5 the session is open in another process, 130/143 a signal.
 """
 

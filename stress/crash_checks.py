@@ -1,4 +1,4 @@
-"""What the crash suite checks after a SIGKILL and a reopen (DESIGN.md §4: I1, I6, I7).
+"""What the crash suite checks after a SIGKILL and a reopen (docs/contracts.md: I1, I6, I7).
 
 `CrashObservation` holds what the parent saw: the child's lines (what it had made
 durable), three read-only snapshots of the database — before the reopen, right after

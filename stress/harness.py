@@ -1,4 +1,4 @@
-"""Cancel at every scheduling point (DESIGN.md §6): run, count, rerun and cancel after step k.
+"""Cancel at every scheduling point (docs/stress.md): run, count, rerun and cancel after step k.
 
 For each scenario × wire format:
 
@@ -65,7 +65,7 @@ from stress.scenarios import (
 )
 from stress.steps import ObservedStore, SessionSteps, StepInstrument
 
-#: The cancel budget of DESIGN.md §4 (100 ms plus the SIGTERM grace), times ten.
+#: The cancel budget of docs/contracts.md (I4) (100 ms plus the SIGTERM grace), times ten.
 LIVENESS_BOUND_S = 10 * (0.1 + TOOL_SETTINGS.sigterm_grace_s)
 #: How long a turn may take before the run is reported as hung.
 TURN_LIMIT_S = 30.0

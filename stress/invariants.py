@@ -1,4 +1,4 @@
-"""The checks run after every stress run: invariants I1–I5 of DESIGN.md §4.
+"""The checks run after every stress run: invariants I1–I5 of docs/contracts.md.
 
 `check_run` takes what the harness observed (`Observation`) and returns the violations,
 each naming its invariant and saying what was wrong in a sentence. The checks are:

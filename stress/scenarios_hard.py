@@ -1,4 +1,4 @@
-"""Stress scenarios for the places DESIGN.md §4 names beyond streams and tools: a hook
+"""Stress scenarios for places beyond streams and tools where the invariants must hold: a hook
 subprocess running, a permission wait, a compaction, a failed store write, a provider's
 retry wait. Each has a required phase of its own (`Phase.HOOK`, …); the phases are read
 by `stress/steps.py` (`phase_of`).

@@ -1,4 +1,4 @@
-"""Permission rules, modes and approval (DESIGN.md §1 capabilities; docs/configuration.md).
+"""Permission rules, modes and approval (docs/configuration.md).
 
 Rules and approval decide which handlers run; they are not a sandbox: rawtrio runs with
 the permissions of the account that started it.

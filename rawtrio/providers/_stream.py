@@ -8,7 +8,7 @@ generator per stream (ours), which is closed explicitly.
 
 Why the close is shielded: a cancelled caller leaves the `async with` with `trio.Cancelled`
 in flight; an unshielded `aclose()` would be interrupted at its first checkpoint and could
-leave the socket open. The shielded close has its own deadline (DESIGN §2).
+leave the socket open. The shielded close has its own deadline (docs/architecture.md).
 
 Text that is not Unicode: a model's stream is JSON, and a JSON escape can spell a lone
 surrogate (`"\\ud800"`), which no UTF-8 writer (SQLite, a pipe, a socket) accepts. Every

@@ -3,7 +3,7 @@
 Request mapping (neutral transcript → Messages API):
 
 - the system prompt is the top-level `system`, one text block;
-- prompt caching: the prefix is stable between requests (DESIGN §3), so three cache
+- prompt caching: the prefix is stable between requests (docs/contracts.md), so three cache
   breakpoints (`cache_control`, ephemeral) mark it: the last tool definition, the system
   block and the last block of the last message (everything in a request is committed). The
   next request reads the cache up to the previous request's last message; a change of tool

@@ -1,6 +1,6 @@
 """The agent loop: turn → steps → one model request each → tool calls in listed order.
 
-Read top to bottom, this is the turn contract of DESIGN.md §3. Everything that records
+Read top to bottom, this is the turn contract of docs/contracts.md. Everything that records
 state goes through `Session.commit_*` (shielded, bounded), and updates `Turn` in the
 same synchronous stretch, so `finish_turn` can always tell what a cancellation cut.
 """

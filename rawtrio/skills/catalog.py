@@ -2,7 +2,7 @@
 
 The system prompt lists each skill's name and description (`skills_prompt`); the model
 reads a body with the `load_skill` tool. The prompt is fixed when a session is created and
-committed history is never rewritten (DESIGN §3a), so when a resumed session finds a skill
+committed history is never rewritten (docs/contracts.md), so when a resumed session finds a skill
 changed, added or removed, `changed_skills` gives a notice for the next user message.
 `skill_fingerprints` is what the session stores to compare against on the next run.
 """

@@ -1,6 +1,6 @@
 """The session store interface: what the runtime persists, and when.
 
-Two records per session (DESIGN.md §5):
+Two records per session (docs/store.md):
 
 - the **model context** — the messages the next request carries, changed only by
   `commit()` (one transaction per commit point of the turn contract) and by compaction

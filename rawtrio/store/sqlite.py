@@ -1,4 +1,4 @@
-"""The durable session store: SQLite in the user's state directory (DESIGN.md §5).
+"""The durable session store: SQLite in the user's state directory (docs/store.md).
 
 Use it as `async with SqliteStore(path) as store:` or with `await store.open()` and
 `await store.aclose()`. One worker thread owns the connection (`worker.DbWorker`); every

@@ -1,6 +1,6 @@
 """The chat's state and keys: the widgets, the session it talks to, and what each key does.
 
-The app only renders events and calls session operations (DESIGN.md §1). Everything it
+The app only renders events and calls session operations (docs/architecture.md). Everything it
 starts runs in the nursery `run_app` gives it: the event pump of the current session, the
 ticker that animates running tool calls, slash commands that wait on the runtime.
 

@@ -1,6 +1,6 @@
 """`python -m stress.bench [--only NAME] [--runs N] [--smoke]`: run the benchmarks, print a table.
 
-Benchmarks report figures against the budgets of DESIGN.md §7; they never fail on timing.
+Benchmarks report figures against the budgets in docs/benchmarks.md; they never fail on timing.
 Exit status: 0 when every benchmark ran (whatever its figures), 1 when one raised (a bug
 or a broken environment, not a slow machine), 2 for bad arguments.
 
@@ -119,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     names = discover()
     parser = argparse.ArgumentParser(
         prog="python -m stress.bench",
-        description="Measure the performance budgets of DESIGN.md §7 and print the figures.",
+        description="Measure the performance budgets (docs/benchmarks.md) and print the figures.",
     )
     parser.add_argument(
         "--only",

@@ -1,4 +1,4 @@
-"""Cancel → terminal event, with the tool's process group gone (DESIGN.md §7, §4 I4).
+"""Cancel → terminal event, with the tool's process group gone (budgets: docs/benchmarks.md).
 
 Method: one in-process fake model server and one runtime (in-memory store, Anthropic wire
 through the real SDK). Each run is a fresh session whose turn calls the `bash` tool with
@@ -14,7 +14,7 @@ are counted in the note.
 
 The same is measured for `trap '' TERM; echo started; sleep 30`, which ignores SIGTERM:
 it costs the grace period (`GRACE_S`) and then SIGKILL, so it is reported as grace + x.
-DESIGN.md §4 bounds the whole cancel at 100 ms plus the grace, so x is judged against
+docs/contracts.md (I4) bounds the whole cancel at 100 ms plus the grace, so x is judged against
 100 ms.
 
 `runs` is the number of cancels per command.

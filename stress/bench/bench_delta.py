@@ -1,4 +1,4 @@
-"""Runtime overhead per streamed text delta, adapter → subscriber (DESIGN.md §7).
+"""Runtime overhead per streamed text delta, adapter → subscriber (docs/benchmarks.md, budgets).
 
 Three measurements, each on a fresh session of an in-process runtime (in-memory store):
 
@@ -51,7 +51,7 @@ DEFAULT_RUNS: Final = 10
 SMOKE_RUNS: Final = 1
 #: Deltas in the long stream of each measurement.
 DELTAS: Final = 5000
-#: A budget of DESIGN.md §7, in microseconds.
+#: A budget of docs/benchmarks.md, in microseconds.
 TARGET_US: Final = 30.0
 PROMPT: Final = "stream please"
 RUN_LIMIT_S: Final = 60.0

@@ -4,7 +4,7 @@ A real `rawtrio acp --ws` (its own process, an isolated state directory) against
 model server; one WebSocket connection runs `session/new` → `session/prompt` →
 `session/close` `runs` times (default 1,000). The server's RSS (`/proc/<pid>/status`
 VmRSS) is read after the first 50 sessions (the baseline: imports, caches and pools are
-warm by then) and after the last; the figure is the growth, against DESIGN.md §7's
+warm by then) and after the last; the figure is the growth, against docs/benchmarks.md's
 "≤ 20 MB over 1,000 sessions". Also reported: lease files left in the state directory
 (0 expected: a closed session's lease file is removed).
 """

@@ -5,7 +5,7 @@ stamp, `posix_spawn`s the command (stdout to /dev/null), waits for it and record
 time, so the figures do not include this benchmark's own scheduling. Figures:
 
 - **`rawtrio --version`** — wall time of the installed console script, median of `runs`.
-  Target 50 ms (DESIGN.md §7). `python -c pass` is reported alongside: the interpreter's
+  Target 50 ms (docs/benchmarks.md). `python -c pass` is reported alongside: the interpreter's
   own start-up, which no code of ours can remove.
 - **SDK import** — wall time of `python -c "import anthropic, os; os._exit(0)"`, median
   of `runs`: the interpreter plus the SDK, the floor of any headless run (`os._exit`

@@ -1,4 +1,4 @@
-"""The session store at scale (DESIGN.md §7: a page ≤ 5 ms, opening ≤ 150 ms).
+"""The session store at scale (docs/benchmarks.md, budgets: a page ≤ 5 ms, opening ≤ 150 ms).
 
 Method: a real `SqliteStore` file in a temporary directory (WAL; commit points with
 `synchronous=FULL`, as in use).

@@ -6,12 +6,12 @@ in-process fake model server) on a pseudo-terminal of 120×40 opened by this ben
 which reads what the chat writes to the terminal. Figures:
 
 - **start → prompt drawn** — from spawning `rawtrio` to the first frame that shows the
-  prompt (`›`); median of the runs. Target 300 ms (DESIGN.md §7: the SDK is imported in the
+  prompt (`›`); median of the runs. Target 300 ms (docs/benchmarks.md: the SDK is imported in the
   background, so this does not wait for it).
 - **Ctrl-C → "cancelling…" visible** — per run, a prompt starts a tool (`sleep 60`); once
   its line says "running", the byte Ctrl-C is written to the terminal and the clock stops
   when the terminal output contains "cancelling…". Median and p99 of `runs` cancels (one
-  chat, one turn each). No separate budget in DESIGN.md; judged against the 100 ms cancel
+  chat, one turn each). No separate budget; judged against the 100 ms cancel
   p99 budget, since the user sees nothing sooner than this.
 - **Ctrl-C → outcome visible** — the same clock, stopped when "turn cancelled" is drawn
   (the turn's terminal event, after the tool's process group was ended: SIGTERM grace

@@ -27,7 +27,7 @@ import trio
 
 from rawtrio.testing.fake_model import FakeModelServer, Scenario, open_fake_model_server
 
-#: A liveness bound (never a performance assert): far above any budget in DESIGN.md §7.
+#: A liveness bound (never a performance assert): far above any budget in docs/benchmarks.md.
 LIVENESS_S = 60.0
 
 _STRIPPED_PREFIXES = ("ANTHROPIC_", "OPENAI_", "RAWTRIO_", "XDG_")

@@ -32,7 +32,7 @@ from tests.providers.support import (
     scenario,
 )
 
-#: Liveness bound for waits on the server (DESIGN §6: ≥ 10× the budget, not a timing assert).
+#: Liveness bound for waits on the server (≥ 10× the budget, not a timing assert).
 LIVENESS_S = 10
 
 STATUS_CASES: list[tuple[int, type[ProviderError]]] = [

@@ -1,4 +1,4 @@
-"""The turn contract (DESIGN.md §3) end to end: real SDKs against the fake model server."""
+"""The turn contract (docs/contracts.md) end to end: real SDKs against the fake model server."""
 
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from rawtrio.testing.fake_model.sse import SSEEvent
 _KEY = b"rawtrio-fake-model"
 _ALPHABET = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
-#: The tool-name pattern of DESIGN.md §3a (the providers accept at least this).
+#: The tool-name pattern of docs/contracts.md (the providers accept at least this).
 TOOL_NAME_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
 
 
