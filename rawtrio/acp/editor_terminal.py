@@ -28,8 +28,8 @@ import trio
 from rawtrio.acp.jsonrpc import ConnectionLost, Peer, RpcError
 from rawtrio.contracts import CLEANUP_DEADLINE_S
 from rawtrio.groups import collapse_group
-from rawtrio.tools.process_group import EndedBy, ProcessResult, ProcessWatch
-from rawtrio.tools.subreaper import SESSION_ENV_VAR
+from rawtrio.processes.group import EndedBy, ProcessResult, ProcessWatch
+from rawtrio.processes.subreaper import SESSION_ENV_VAR
 
 #: How often live output is fetched while a command runs.
 POLL_S: Final = 0.2

@@ -28,14 +28,14 @@ import trio
 
 from rawtrio.contracts import CLEANUP_DEADLINE_S
 from rawtrio.groups import collapse_group
-from rawtrio.tools.bounded_output import BoundedOutput
-from rawtrio.tools.process_group import (
+from rawtrio.processes.bounded_output import BoundedOutput
+from rawtrio.processes.group import (
     EndedBy,
     ProcessResult,
     _GroupRun,
     child_environment,
 )
-from rawtrio.tools.watchdog import WATCHDOG
+from rawtrio.processes.watchdog import WATCHDOG
 
 _READ_SIZE: Final = 65536
 #: How long to wait for stderr's end of file once the leader exited or the group stopped.

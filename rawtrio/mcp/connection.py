@@ -41,8 +41,8 @@ from rawtrio.contracts import CLEANUP_DEADLINE_S
 from rawtrio.errors import RawtrioError
 from rawtrio.groups import collapse_group
 from rawtrio.mcp.log import ServerLog
-from rawtrio.tools.process_group import child_environment
-from rawtrio.tools.subreaper import CALL_ENV_VAR
+from rawtrio.processes.group import child_environment
+from rawtrio.processes.subreaper import CALL_ENV_VAR
 
 if TYPE_CHECKING:
     import mcp_types as types

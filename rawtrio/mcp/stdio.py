@@ -40,8 +40,8 @@ from mcp.shared.message import SessionMessage
 
 from rawtrio.contracts import CLEANUP_DEADLINE_S
 from rawtrio.mcp.log import LineSplitter, ServerLog
-from rawtrio.tools.subreaper import CALL_ENV_VAR, end_marked
-from rawtrio.tools.watchdog import WATCHDOG
+from rawtrio.processes.subreaper import CALL_ENV_VAR, end_marked
+from rawtrio.processes.watchdog import WATCHDOG
 
 _READ_SIZE: Final = 65536
 #: How long to wait for stdout's end of file once the server process exited.
@@ -187,7 +187,7 @@ class StdioTransport:
         return False
 
     def _group_alive(self) -> bool:
-        from rawtrio.tools.process_group import _live_member_in_proc
+        from rawtrio.processes.group import _live_member_in_proc
 
         try:
             os.killpg(self.proc.pid, 0)

@@ -21,10 +21,10 @@ import trio
 
 from rawtrio.contracts import CLEANUP_DEADLINE_S, ToolStatus
 from rawtrio.frozen import freeze
+from rawtrio.processes.group import EndedBy, ProcessResult, ProcessWatch
 from rawtrio.redaction import Redactor, StreamRedactor
 from rawtrio.tools.background import Job
 from rawtrio.tools.base import Tool, ToolContext, ToolOutput, ToolSettings
-from rawtrio.tools.process_group import EndedBy, ProcessResult, ProcessWatch
 
 #: The longest timeout the model may ask for.
 MAX_TIMEOUT_S: Final = 3600.0

@@ -42,8 +42,8 @@ from typing import Final
 import trio
 
 from rawtrio.private_files import open_private
-from rawtrio.tools import watchdog_process
-from rawtrio.tools.watchdog_process import end_all, environ_values, start_time
+from rawtrio.processes import watchdog_process
+from rawtrio.processes.watchdog_process import end_all, environ_values, start_time
 
 log = logging.getLogger(__name__)
 

@@ -60,17 +60,17 @@ import trio
 
 from rawtrio.contracts import CLEANUP_DEADLINE_S, DEFAULT_SIGTERM_GRACE_S, DEFAULT_TOOL_OUTPUT_CAP
 from rawtrio.groups import collapse_group
-from rawtrio.tools.bounded_output import BoundedOutput
-from rawtrio.tools.subreaper import CALL_ENV_VAR as CALL_ENV_VAR
-from rawtrio.tools.subreaper import SESSION_ENV_VAR as SESSION_ENV_VAR
-from rawtrio.tools.subreaper import (
+from rawtrio.processes.bounded_output import BoundedOutput
+from rawtrio.processes.subreaper import CALL_ENV_VAR as CALL_ENV_VAR
+from rawtrio.processes.subreaper import SESSION_ENV_VAR as SESSION_ENV_VAR
+from rawtrio.processes.subreaper import (
     is_alive,
     marked_processes,
     process_state,
     reap_if_child,
     signal_pids,
 )
-from rawtrio.tools.watchdog import RUNTIME_ENV_VAR, WATCHDOG, runtime_marker
+from rawtrio.processes.watchdog import RUNTIME_ENV_VAR, WATCHDOG, runtime_marker
 
 _READ_SIZE: Final = 65536
 #: How long to wait for the pipe's end of file once the group is done or stopped.

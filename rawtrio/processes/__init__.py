@@ -1,0 +1,1 @@
+"""The processes rawtrio starts: process groups, markers, bounded output, the watchdog."""
