@@ -31,7 +31,7 @@ from rawtrio.frozen import thaw
 from rawtrio.hooks.decision import HookDecision, Verdict, interpret_exit
 from rawtrio.hooks.process import HookProcessResult, HookWatch, run_hook_process
 from rawtrio.hooks.spec import MATCH_FIELD, HookEvent, HookSpec
-from rawtrio.processes.group import EndedBy, ProcessResult
+from rawtrio.processes import EndedBy, ProcessResult
 from rawtrio.redaction import Redactor
 from rawtrio.tools.base import ToolSettings
 

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 from rawtrio.contracts import ToolStatus
 from rawtrio.frozen import freeze
 from rawtrio.messages import ImagePart, image_type
-from rawtrio.processes.bounded_output import BoundedOutput
+from rawtrio.processes import BoundedOutput
 from rawtrio.tools.base import ToolOutput
 
 if TYPE_CHECKING:

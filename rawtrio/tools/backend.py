@@ -25,7 +25,7 @@ from typing import BinaryIO, Final, Literal, Protocol
 
 import trio
 
-from rawtrio.processes.group import ProcessResult, ProcessWatch, run_in_process_group
+from rawtrio.processes import ProcessResult, ProcessWatch, run_in_process_group
 from rawtrio.tools.file_io import SNIFF_BYTES, FileToolError, atomic_write, is_binary
 
 #: Lines longer than this many bytes are cut in what `read_lines` returns (never in the hash).

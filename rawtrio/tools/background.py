@@ -29,8 +29,12 @@ from typing import Final
 import trio
 
 from rawtrio.contracts import CLEANUP_DEADLINE_S
-from rawtrio.processes.group import ProcessResult, ProcessWatch, run_in_process_group
-from rawtrio.processes.subreaper import end_session_processes
+from rawtrio.processes import (
+    ProcessResult,
+    ProcessWatch,
+    end_session_processes,
+    run_in_process_group,
+)
 from rawtrio.tools.base import ToolSettings
 
 #: At most this many jobs run at once per session.

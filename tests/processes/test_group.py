@@ -8,14 +8,14 @@ import psutil
 import pytest
 import trio
 
-from rawtrio.processes.bounded_output import BoundedOutput
-from rawtrio.processes.group import (
+from rawtrio.processes import (
     SESSION_ENV_VAR,
     EndedBy,
     ProcessResult,
     ProcessWatch,
     run_in_process_group,
 )
+from rawtrio.processes.bounded_output import BoundedOutput
 from rawtrio.processes.subreaper import marked_processes
 
 GRACE = 0.2
