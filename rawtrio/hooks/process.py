@@ -77,7 +77,15 @@ async def run_hook_process(
     # The per-run marker lets the stop find descendants that escaped the group.
     marker = new_call_marker()
     environment = child_environment(env, session_id=session_id, strip=strip_env, call_marker=marker)
-    spec = ProcessSpec(tuple(argv), cwd, environment, marker, grace_s, stdin="pipe", stderr="pipe")
+    spec = ProcessSpec(
+        argv=tuple(argv),
+        cwd=cwd,
+        env=environment,
+        marker=marker,
+        grace_s=grace_s,
+        stdin="pipe",
+        stderr="pipe",
+    )
     async with open_process_group(spec) as group:
         readers = (PipeReader(group.stdout, stdout_buf), PipeReader(group.stderr, stderr_buf))
         watch.pid = group.pid

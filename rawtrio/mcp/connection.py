@@ -275,7 +275,13 @@ class McpConnection:
         env[CALL_ENV_VAR] = marker
         cwd = _server_cwd(cfg.cwd, s.cwd)
         process = ProcessSpec(
-            tuple(cfg.command), cwd, env, marker, s.grace_s, stdin="pipe", stderr="pipe"
+            argv=tuple(cfg.command),
+            cwd=cwd,
+            env=env,
+            marker=marker,
+            grace_s=s.grace_s,
+            stdin="pipe",
+            stderr="pipe",
         )
         spec = StdioSpec(process=process, max_message_bytes=s.max_message_bytes)
         async with open_stdio_transport(spec, self.log) as (read, write, transport):

@@ -76,8 +76,8 @@ class StdioTransport:
 
     @property
     def stopped_with(self) -> str | None:
-        """What stopping took: "exited" (on stdin close), "SIGTERM", "SIGKILL", or None
-        before the stop."""
+        """What stopping took: "exited" (on stdin close, nothing signalled), "SIGTERM"
+        (the group or a descendant that left it), "SIGKILL", or None before the stop."""
         if not self.group.stop_attempted:
             return None
         if self.group.killed:

@@ -413,7 +413,7 @@ async def run_in_process_group(
     marker = call_marker if call_marker is not None else new_call_marker()
     output = BoundedOutput(output_cap)
     environment = child_environment(env, session_id=session_id, strip=strip_env, call_marker=marker)
-    spec = ProcessSpec(tuple(argv), cwd, environment, marker, grace_s)
+    spec = ProcessSpec(argv=tuple(argv), cwd=cwd, env=environment, marker=marker, grace_s=grace_s)
     async with open_process_group(spec) as group:
         reader = PipeReader(group.stdout, output, on_output)
         watch.pid, watch.started_at, watch.output = group.pid, group.started_at, output
