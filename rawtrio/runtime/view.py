@@ -82,9 +82,12 @@ class PermissionView:
     """An open permission request for a call."""
 
     request_id: str
+    tool_id: str
     #: One line for people: what the call would do.
     summary: str
     options: tuple[str, ...]
+    #: The arguments as the request shows them (secrets redacted).
+    arguments: FrozenJSON
 
 
 @dataclass(frozen=True, slots=True)
@@ -476,7 +479,7 @@ class TranscriptView:
             phase=ToolPhase.AWAITING_APPROVAL,
             tool_id=e.tool_id,
             arguments=arguments,
-            permission=PermissionView(e.request_id, e.summary, e.options),
+            permission=PermissionView(e.request_id, e.tool_id, e.summary, e.options, e.arguments),
         )
         return (self._put(new),)
 
