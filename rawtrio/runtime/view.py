@@ -67,6 +67,8 @@ class MessageView:
     final: bool = False
     #: Why the stream was cut (nothing of it entered the model context), or None.
     cut: str | None = None
+    #: The step's message is in the model context (its stream finished).
+    committed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -381,7 +383,9 @@ class TranscriptView:
         key = f"message/{e.turn_id}/{e.step}"
         old = self._items.get(key)
         if isinstance(old, MessageView):
-            new = MessageView(key, e.turn_id, e.step, old.text + e.text, old.final, old.cut)
+            new = MessageView(
+                key, e.turn_id, e.step, old.text + e.text, old.final, old.cut, old.committed
+            )
             self._items[key] = new
             return (Change(ChangeKind.UPDATED, new, old, e.text),)
         new = MessageView(key, e.turn_id, e.step, e.text)
@@ -396,14 +400,21 @@ class TranscriptView:
         return (self._put(ThinkingView(key, e.turn_id, e.step, text), e.text),)
 
     def _settle_message(
-        self, turn_id: str | None, step: int, text: str | None, cut: str | None
+        self,
+        turn_id: str | None,
+        step: int,
+        text: str | None,
+        cut: str | None,
+        committed: bool = False,
     ) -> Change:
         key = message_key(turn_id, step)
         old = self._items.get(key)
-        if text is None:
-            text = old.text if isinstance(old, MessageView) else ""
+        if isinstance(old, MessageView):
+            committed = committed or old.committed
+            if text is None:
+                text = old.text
         self._open_messages.pop(key, None)
-        return self._put(MessageView(key, turn_id, step, text, True, cut))
+        return self._put(MessageView(key, turn_id, step, text or "", True, cut, committed))
 
     # --- tool calls ------------------------------------------------------------------------
 
@@ -419,7 +430,7 @@ class TranscriptView:
         changes: list[Change] = []
         key = message_key(e.turn_id, e.step)
         if e.text or key in self._items:
-            changes.append(self._settle_message(e.turn_id, e.step, e.text, None))
+            changes.append(self._settle_message(e.turn_id, e.step, e.text, None, committed=True))
         else:  # a message of tool calls only: nothing to show, but the step is settled
             self._open_messages.pop(key, None)
         for call_id, name, arguments in e.tool_calls:

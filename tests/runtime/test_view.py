@@ -86,6 +86,7 @@ def test_the_committed_message_is_final_and_a_new_step_is_a_new_message(e: Event
     done = only(view.apply(e(ev.AssistantMessageCommitted, step=1, text="One")))
     assert isinstance(done.item, MessageView)
     assert done.item.final
+    assert done.item.committed
     assert done.appended == ""
     added = only(view.apply(e(ev.TextDelta, step=2, text="Two")))
     assert added.kind is ChangeKind.ADDED
