@@ -8,18 +8,9 @@ the live stream gave) and returns the changes it made, one `Change` per item add
 or removed, so a renderer redraws only those items. The view never does I/O and never
 looks at the clock; time comes from the events' `ts`.
 
-Items, in the order they first appeared (docs/contracts.md, "Transcript view"):
-
-- `UserView` — a user message; `MessageView` — the model's text of one step, streaming
-  until `final`, `cut` when its stream was interrupted; `ThinkingView` — its reasoning;
-- `ToolCallView` — one tool call through its phases: `ANNOUNCED` (named by the model,
-  streaming or committed, not started) → `AWAITING_APPROVAL` (a permission request is
-  open) → `ANNOUNCED` again once answered → `RUNNING` (with its output so far) →
-  `FINISHED` (status, content, duration, diff). A call announced by a stream that was cut
-  never ran and is removed (`dropped` says why);
-- `ApprovalView` (a permission answer), `NoticeView`, `HookView`, `PlanView`,
-  `CompactionView` (started, then ended), `ModeView`, `TurnEndView` (the turn's outcome;
-  calls still open then are finished as cancelled, open replies as final).
+Items, in the order they first appeared, and a tool call's phases (`ANNOUNCED` →
+`AWAITING_APPROVAL` → `ANNOUNCED` once answered → `RUNNING` → `FINISHED`; a call announced
+by a stream that was cut is removed) are listed in docs/contracts.md, "Transcript view".
 
 Per-delta cost matters (the chat renders thousands of deltas a second; the budget is
 30 µs per delta from adapter to subscriber): a text delta costs one dict look-up, one new
@@ -345,9 +336,6 @@ class TranscriptView:
 
     def items(self) -> list[Item]:
         return list(self._items.values())
-
-    def get(self, key: str) -> Item | None:
-        return self._items.get(key)
 
     def tool(self, call_id: str) -> ToolCallView | None:
         item = self._items.get(tool_key(call_id))
