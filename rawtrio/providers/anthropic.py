@@ -323,9 +323,15 @@ class AnthropicProvider:
 
     kind: ProviderKind = KIND
 
-    def __init__(self, settings: ProviderSettings) -> None:
+    def __init__(
+        self, settings: ProviderSettings, client: anthropic.AsyncAnthropic | None = None
+    ) -> None:
         self.settings = settings
-        self._client = anthropic.AsyncAnthropic(**client_options(settings))
+        #: A lent client (a `ClientPool`'s) stays open when this provider closes.
+        self._owns_client = client is None
+        self._client = (
+            client if client is not None else anthropic.AsyncAnthropic(**client_options(settings))
+        )
 
     def stream(
         self, request: ModelRequest
@@ -354,4 +360,5 @@ class AnthropicProvider:
         return open_event_stream(KIND, SDK_ERRORS, start, AnthropicAssembler())
 
     async def aclose(self) -> None:
-        await self._client.close()
+        if self._owns_client:
+            await self._client.close()

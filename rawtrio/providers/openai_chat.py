@@ -220,9 +220,15 @@ class OpenAIChatProvider:
 
     kind: ProviderKind = KIND
 
-    def __init__(self, settings: ProviderSettings) -> None:
+    def __init__(
+        self, settings: ProviderSettings, client: openai.AsyncOpenAI | None = None
+    ) -> None:
         self.settings = settings
-        self._client = openai.AsyncOpenAI(**client_options(settings))
+        #: A lent client (a `ClientPool`'s) stays open when this provider closes.
+        self._owns_client = client is None
+        self._client = (
+            client if client is not None else openai.AsyncOpenAI(**client_options(settings))
+        )
 
     def stream(
         self, request: ModelRequest
@@ -246,4 +252,5 @@ class OpenAIChatProvider:
         return open_event_stream(KIND, SDK_ERRORS, start, ChatAssembler())
 
     async def aclose(self) -> None:
-        await self._client.close()
+        if self._owns_client:
+            await self._client.close()
