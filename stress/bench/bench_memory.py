@@ -5,8 +5,10 @@ model server; one WebSocket connection runs `session/new` → `session/prompt` �
 `session/close` `runs` times (default 1,000). The server's RSS (`/proc/<pid>/status`
 VmRSS) is read after the first 50 sessions (the baseline: imports, caches and pools are
 warm by then) and after the last; the figure is the growth, against DESIGN.md §7's
-"≤ 20 MB over 1,000 sessions". Also reported: lease files left in the state directory
-(0 expected: a closed session's lease file is removed).
+"≤ 20 MB over 1,000 sessions", and the note gives it per session (the slope, to compare
+shorter runs: `python -m stress.bench --only memory --runs 300` runs 300 sessions). Also
+reported: lease files left in the state directory (0 expected: a closed session's lease
+file is removed).
 """
 
 from __future__ import annotations
@@ -75,7 +77,11 @@ async def run(runs: int) -> list[Figure]:
         leases = root / "state" / "sessions.db.leases"
         left = len(list(leases.iterdir())) if leases.exists() else 0
     growth = final - baseline
-    note = f"{sessions} sessions over one WebSocket; RSS {baseline:.0f} -> {final:.0f} MB"
+    slope_kb = growth * 1024 / (sessions - BASELINE)
+    note = (
+        f"{sessions} sessions over one WebSocket; RSS {baseline:.0f} -> {final:.0f} MB"
+        f" ({slope_kb:.1f} kB per session)"
+    )
     return [
         Figure.against(
             f"ACP server RSS growth, sessions {BASELINE} -> {sessions}",
