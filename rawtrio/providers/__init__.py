@@ -18,7 +18,7 @@ from rawtrio.errors import NoCredentials
 from rawtrio.messages import ProviderKind
 from rawtrio.providers.base import Provider, ProviderSettings
 
-__all__ = ["ENV_KEYS", "KINDS", "make_provider", "preload"]
+__all__ = ["ENV_KEYS", "KINDS", "check_settings", "make_provider", "preload"]
 
 #: The environment variable that holds each provider's API key.
 ENV_KEYS: Final[dict[ProviderKind, str]] = {
@@ -41,16 +41,23 @@ def preload(kind: ProviderKind) -> None:
     importlib.import_module(_ADAPTERS[kind][0])
 
 
-def make_provider(settings: ProviderSettings) -> Provider:
-    """Build the provider client for `settings`; close it with `await provider.aclose()`.
-
-    Raises `NoCredentials` when the API key is empty, `ValueError` for an unknown kind.
-    """
+def check_settings(settings: ProviderSettings) -> None:
+    """Raise `ValueError` for an unknown kind, `NoCredentials` when the API key is empty."""
     if settings.kind not in _ADAPTERS:
         raise ValueError(f"unknown provider kind {settings.kind!r}; expected one of {KINDS}")
     if not settings.api_key:
         raise NoCredentials(settings.kind, ENV_KEYS[settings.kind])
+
+
+def make_provider(settings: ProviderSettings, *, client: object | None = None) -> Provider:
+    """Build the provider client for `settings`; close it with `await provider.aclose()`.
+
+    `client` lends an SDK client built for the same settings (a `clients.ClientPool`'s):
+    the provider streams through it and its `aclose()` leaves it open.
+    Raises `NoCredentials` when the API key is empty, `ValueError` for an unknown kind.
+    """
+    check_settings(settings)
     module_name, class_name = _ADAPTERS[settings.kind]
     cls = getattr(importlib.import_module(module_name), class_name)
-    provider: Provider = cls(settings)
+    provider: Provider = cls(settings) if client is None else cls(settings, client=client)
     return provider

@@ -324,11 +324,17 @@ class AnthropicProvider:
 
     kind: ProviderKind = KIND
 
-    def __init__(self, settings: ProviderSettings) -> None:
+    def __init__(
+        self, settings: ProviderSettings, client: anthropic.AsyncAnthropic | None = None
+    ) -> None:
         self.settings = settings
-        self._client = anthropic.AsyncAnthropic(
-            **client_options(settings, anthropic.DefaultAsyncHttpxClient)
-        )
+        #: A lent client (a `ClientPool`'s) stays open when this provider closes.
+        self._owns_client = client is None
+        if client is None:
+            client = anthropic.AsyncAnthropic(
+                **client_options(settings, anthropic.DefaultAsyncHttpxClient)
+            )
+        self._client = client
         #: Named in errors (no query, no user info).
         self.url = endpoint(self._client.base_url, "v1/messages")
 
@@ -359,4 +365,5 @@ class AnthropicProvider:
         return open_event_stream(KIND, SDK_ERRORS, start, AnthropicAssembler(), self.url)
 
     async def aclose(self) -> None:
-        await self._client.close()
+        if self._owns_client:
+            await self._client.close()

@@ -221,11 +221,15 @@ class OpenAIChatProvider:
 
     kind: ProviderKind = KIND
 
-    def __init__(self, settings: ProviderSettings) -> None:
+    def __init__(
+        self, settings: ProviderSettings, client: openai.AsyncOpenAI | None = None
+    ) -> None:
         self.settings = settings
-        self._client = openai.AsyncOpenAI(
-            **client_options(settings, openai.DefaultAsyncHttpxClient)
-        )
+        #: A lent client (a `ClientPool`'s) stays open when this provider closes.
+        self._owns_client = client is None
+        if client is None:
+            client = openai.AsyncOpenAI(**client_options(settings, openai.DefaultAsyncHttpxClient))
+        self._client = client
         #: Named in errors (no query, no user info).
         self.url = endpoint(self._client.base_url, "chat/completions")
 
@@ -251,4 +255,5 @@ class OpenAIChatProvider:
         return open_event_stream(KIND, SDK_ERRORS, start, ChatAssembler(), self.url)
 
     async def aclose(self) -> None:
-        await self._client.close()
+        if self._owns_client:
+            await self._client.close()

@@ -1,8 +1,10 @@
-"""The process-wide runtime: owns the root nursery, the store and the live sessions.
+"""The process-wide runtime: owns the root nursery, the store, the live sessions and the
+provider clients they share.
 
 A closed session leaves `Runtime` at once (its task removes it as it ends), so a
 long-running process holds only the sessions that are open, never one per session it
-ever served.
+ever served. Sessions with the same endpoint and key borrow one SDK client from the
+runtime's `ClientPool` (rawtrio.providers.clients), which the runtime closes last.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from rawtrio.groups import collapse_group
 from rawtrio.processes.subreaper import become_child_subreaper
 from rawtrio.processes.watchdog import guard_processes
 from rawtrio.providers.base import Provider, ProviderSettings
+from rawtrio.providers.clients import ClientPool
 from rawtrio.runtime.prompt import system_prompt
 from rawtrio.runtime.session import PENDING_NOTE_KEY, Session, SessionOptions
 from rawtrio.skills import changed_skills, skill_fingerprints
@@ -35,12 +38,6 @@ SKILLS_STATE_KEY = "skill_fingerprints"
 
 ProviderFactory = Callable[[ProviderSettings], Provider]
 RegistryFactory = Callable[[SessionOptions], ToolRegistry]
-
-
-def _default_provider(settings: ProviderSettings) -> Provider:
-    from rawtrio.providers import make_provider
-
-    return make_provider(settings)
 
 
 def default_registry(
@@ -81,12 +78,14 @@ class Runtime:
         self,
         nursery: trio.Nursery,
         store: SessionStore,
-        provider_factory: ProviderFactory,
+        provider_factory: ProviderFactory | None,
         registry_factory: RegistryFactory,
     ) -> None:
         self._nursery = nursery
         self.store = store
-        self._provider_factory = provider_factory
+        #: The SDK clients the sessions borrow (unless a `provider_factory` is given).
+        self.clients = ClientPool()
+        self._provider_factory = provider_factory or self.clients.provider
         self._registry_factory = registry_factory
         self._live: dict[str, Session] = {}
 
@@ -125,6 +124,7 @@ class Runtime:
                 store=self.store,
                 # Building an SDK client imports the SDK (~1 s the first time) and loads
                 # TLS certificates (~40 ms): off the event loop, so nothing else stalls.
+                # The default factory lends the runtime's client for this endpoint and key.
                 provider=await trio.to_thread.run_sync(self._provider_factory, options.provider),
                 registry=self._registry_factory(options),
                 context=await self.store.load_context(session_id),
@@ -207,23 +207,31 @@ class Runtime:
         return await self.store.search(query, cwd=cwd, limit=limit)
 
     async def aclose(self) -> None:
-        """Close every live session (each records its turn's outcome)."""
-        async with trio.open_nursery() as nursery:
-            for session in list(self._live.values()):
-                if not session.closed:
-                    nursery.start_soon(session.close, "runtime shutting down")
-        self._live.clear()
+        """Close every live session (each records its turn's outcome), then the clients."""
+        try:
+            async with trio.open_nursery() as nursery:
+                for session in list(self._live.values()):
+                    if not session.closed:
+                        nursery.start_soon(session.close, "runtime shutting down")
+            self._live.clear()
+        finally:
+            with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
+                cleanup.shield = True
+                await self.clients.aclose()
 
 
 @asynccontextmanager
 async def open_runtime(
     store: SessionStore,
     *,
-    provider_factory: ProviderFactory = _default_provider,
+    provider_factory: ProviderFactory | None = None,
     registry_factory: RegistryFactory = default_registry,
     retention_days: float = DEFAULT_RETENTION_DAYS,
 ) -> AsyncIterator[Runtime]:
-    """The process's runtime. Expired sessions are removed in the background."""
+    """The process's runtime. Expired sessions are removed in the background.
+
+    `provider_factory` builds each session's provider (a test's fake, say); by default
+    sessions borrow the runtime's shared SDK clients (`Runtime.clients`)."""
     # Re-parented descendants of tool processes (double fork, setsid) become our children,
     # so they can be found and ended (Linux; a no-op elsewhere).
     become_child_subreaper()

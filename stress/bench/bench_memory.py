@@ -5,8 +5,10 @@ model server; one WebSocket connection runs `session/new` → `session/prompt` �
 `session/close` `runs` times (default 1,000). The server's RSS (`/proc/<pid>/status`
 VmRSS) is read after the first 50 sessions (the baseline: imports, caches and pools are
 warm by then) and after the last; the figure is the growth, against docs/benchmarks.md's
-"≤ 20 MB over 1,000 sessions". Also reported: lease files left in the state directory
-(0 expected: a closed session's lease file is removed).
+"≤ 20 MB over 1,000 sessions", and the note gives it per session (the slope, to compare
+shorter runs: `python -m stress.bench --only memory --runs 300` runs 300 sessions). Also
+reported: lease files left in the state directory (0 expected: a closed session's lease
+file is removed).
 """
 
 from __future__ import annotations
@@ -24,10 +26,12 @@ from trio_websocket import open_websocket_url
 
 from rawtrio.testing.fake_model import Scenario, open_fake_model_server
 from stress.acp_ws import Client, Stats
-from stress.bench.common import Figure
+from stress.bench.common import Figure, Options
 
 DEFAULT_RUNS = 1000
 BASELINE = 50
+#: Under --smoke: the baseline and one session more (the figure means nothing then).
+SMOKE_RUNS = BASELINE + 1
 TARGET_MB = 20.0
 SCENARIO = {"rules": [{"match": "*", "replies": [{"text": "ok"}]}]}
 
@@ -39,8 +43,8 @@ def rss_mb(pid: int) -> float:
     raise RuntimeError(f"no VmRSS for pid {pid}")
 
 
-async def run(runs: int) -> list[Figure]:
-    sessions = max(runs, BASELINE + 1)
+async def run(options: Options) -> list[Figure]:
+    sessions = max(options.runs, BASELINE + 1)
     with tempfile.TemporaryDirectory(prefix="rawtrio-bench-memory-") as tmp:
         root = Path(tmp)
         cwd = root / "work"
@@ -75,7 +79,11 @@ async def run(runs: int) -> list[Figure]:
         leases = root / "state" / "sessions.db.leases"
         left = len(list(leases.iterdir())) if leases.exists() else 0
     growth = final - baseline
-    note = f"{sessions} sessions over one WebSocket; RSS {baseline:.0f} -> {final:.0f} MB"
+    slope_kb = growth * 1024 / (sessions - BASELINE)
+    note = (
+        f"{sessions} sessions over one WebSocket; RSS {baseline:.0f} -> {final:.0f} MB"
+        f" ({slope_kb:.1f} kB per session)"
+    )
     return [
         Figure.against(
             f"ACP server RSS growth, sessions {BASELINE} -> {sessions}",
