@@ -25,7 +25,7 @@ from typing import Any
 
 import trio
 
-from rawtrio.cli import SignalLatch, add_session_flags
+from rawtrio.cli.main import SignalLatch, add_session_flags
 from rawtrio.contracts import ExitCode
 
 log = logging.getLogger("rawtrio.acp")
@@ -128,7 +128,7 @@ def main(argv: list[str], latch: SignalLatch | None = None) -> int:
 def session_options(args: argparse.Namespace) -> Any:
     """The options factory: configuration for the client's `cwd` (and its MCP servers)."""
     from rawtrio.acp.mcp import mcp_servers_from_acp
-    from rawtrio.settings import prepare_session
+    from rawtrio.app.options import prepare_session
 
     async def options_for(cwd: Path, servers: list[Any]) -> Any:
         ns = copy.copy(args)

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 #: A second Ctrl-C at an idle prompt within this many seconds leaves (as in the line chat;
-#: not imported from `rawtrio.repl`, which would load the runtime before the first frame).
+#: not imported from `rawtrio.cli.repl`, which would load the runtime before the first frame).
 DOUBLE_CTRL_C_S = 2.0
 #: Keys inside a bracketed paste that stand for characters.
 PASTED = {"enter": "\n", "tab": "\t", "ctrl j": "\n"}

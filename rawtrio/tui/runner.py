@@ -39,7 +39,7 @@ from rawtrio.store.paths import state_dir
 from rawtrio.tui.app import PALETTE, TICK_S, ChatApp, ChatSetup
 
 if TYPE_CHECKING:
-    from rawtrio.cli import SignalLatch
+    from rawtrio.cli.main import SignalLatch
 
 LOG_NAME = "tui.log"
 HISTORY_NAME = "tui_history.jsonl"
@@ -58,7 +58,7 @@ class AppResult:
 
 def main(args: argparse.Namespace, latch: SignalLatch | None = None) -> int:
     if latch is not None and latch.received:  # Ctrl-C before anything was on screen
-        from rawtrio.cli import SIGNAL_EXIT
+        from rawtrio.cli.main import SIGNAL_EXIT
 
         return SIGNAL_EXIT[latch.received[0]]
     if not (sys.stdin.isatty() and sys.stdout.isatty()):  # `--demo` without a terminal
@@ -142,9 +142,9 @@ def _chat_boot(args: argparse.Namespace) -> Boot:
         # The runtime's modules (config, store, tools) load in a worker thread: the screen
         # is drawn and takes keys meanwhile.
         await trio.to_thread.run_sync(_import_runtime)
+        from rawtrio.app.options import prepare_session
+        from rawtrio.cli.sessions import Choice, start_session
         from rawtrio.runtime.runtime import open_runtime
-        from rawtrio.sessions_cli import Choice, start_session
-        from rawtrio.settings import prepare_session
         from rawtrio.store.paths import default_db_path
         from rawtrio.store.sqlite import SqliteStore
 
@@ -177,9 +177,9 @@ def _chat_boot(args: argparse.Namespace) -> Boot:
 
 
 def _import_runtime() -> None:
+    import rawtrio.app.options
+    import rawtrio.cli.sessions
     import rawtrio.runtime.runtime
-    import rawtrio.sessions_cli
-    import rawtrio.settings
     import rawtrio.store.sqlite
     import rawtrio.tui.commands  # noqa: F401
 

@@ -1,6 +1,6 @@
 """Command-line entry point. Imports nothing heavy before the arguments are parsed.
 
-`rawtrio sessions …` is recognised by its first word and handed to `rawtrio.sessions_cli`
+`rawtrio sessions …` is recognised by its first word and handed to `rawtrio.cli.sessions`
 (its own parser) before anything else is built; everything else is the chat, or a
 headless run with `-p`, each in a new session or the one `--continue` / `--resume`
 (`--fork`) names.
@@ -9,7 +9,7 @@ The process's signal disposition is decided here, before anything heavy is impor
 holds until the process ends (`SignalLatch`): SIGINT and SIGTERM never surface as a
 `KeyboardInterrupt` traceback or as death by signal. Before a turn exists they end the
 run quietly with their exit code; while a turn runs the front end cancels it through the
-session (`rawtrio.headless`); after it, they are noted and the process leaves anyway.
+session (`rawtrio.cli.headless`); after it, they are noted and the process leaves anyway.
 
 The program leaves with `os._exit` once its output is flushed: tearing down the
 interpreter after the provider SDKs were imported costs most of a second, which would
@@ -194,16 +194,16 @@ def run(argv: list[str] | None = None, latch: SignalLatch | None = None) -> int:
     if argv[:1] == ["sessions"]:  # `rawtrio sessions …` has a parser of its own
         try:
             with latch.raising():
-                from rawtrio.sessions_cli import main as sessions_main
+                from rawtrio.cli.sessions import main as sessions_main
         except Interrupted as exc:
             return exc.exit_code
         return sessions_main(argv[1:], latch)
     if argv[:1] == ["config"]:  # `rawtrio config check|init`
-        from rawtrio.config_cli import main as config_main
+        from rawtrio.cli.config import main as config_main
 
         return config_main(argv[1:])
     if argv[:1] == ["mcp"]:  # `rawtrio mcp list|test|import` (docs/mcp.md)
-        from rawtrio.mcp_cli import main as mcp_main
+        from rawtrio.cli.mcp import main as mcp_main
 
         return mcp_main(argv[1:])
     if argv[:1] == ["acp"]:  # `rawtrio acp [--ws]`: the Agent Client Protocol (docs/acp.md)
@@ -221,9 +221,9 @@ def run(argv: list[str] | None = None, latch: SignalLatch | None = None) -> int:
     try:
         with latch.raising():
             if args.prompt is not None:
-                from rawtrio.headless import main as front_end
+                from rawtrio.cli.headless import main as front_end
             elif not args.demo and (args.plain or not (sys.stdin.isatty() and sys.stdout.isatty())):
-                from rawtrio.repl import main as front_end
+                from rawtrio.cli.repl import main as front_end
             else:
                 from rawtrio.tui import main as front_end
     except Interrupted as exc:

@@ -24,7 +24,9 @@ from collections.abc import AsyncIterator
 import trio
 
 from rawtrio import events as ev
-from rawtrio.cli import Interrupted, SignalLatch
+from rawtrio.app.options import prepare_session
+from rawtrio.cli.main import Interrupted, SignalLatch
+from rawtrio.cli.sessions import Choice, fail, render_history, start_session
 from rawtrio.context.accounting import describe as describe_usage
 from rawtrio.contracts import ExitCode
 from rawtrio.errors import (
@@ -34,8 +36,6 @@ from rawtrio.errors import (
 from rawtrio.permissions.approval import AlwaysScope, ApprovalDecision
 from rawtrio.runtime.runtime import Runtime, open_runtime
 from rawtrio.runtime.session import Session
-from rawtrio.sessions_cli import Choice, fail, render_history, start_session
-from rawtrio.settings import prepare_session
 from rawtrio.store.paths import default_db_path
 from rawtrio.store.sqlite import SqliteStore
 from rawtrio.unicode_safety import replace_lone_surrogates, replace_unwritable

@@ -41,7 +41,7 @@ from rawtrio.store.paths import default_db_path
 from rawtrio.store.sqlite import SqliteStore
 
 if TYPE_CHECKING:
-    from rawtrio.cli import SignalLatch
+    from rawtrio.cli.main import SignalLatch
     from rawtrio.runtime.runtime import Runtime
     from rawtrio.runtime.session import Session, SessionOptions
 

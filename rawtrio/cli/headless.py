@@ -5,7 +5,7 @@ own groups) cancel the turn through the same path as every other front end: the 
 records its results and outcome, children are reaped, and the exit code says which
 signal it was (130, 143). A signal before the turn exists (say, while the prompt is read
 from stdin) ends the run quietly with the same code; further signals while cancelling
-are noted and change nothing (cleanup is bounded anyway). See `rawtrio.cli.SignalLatch`
+are noted and change nothing (cleanup is bounded anyway). See `rawtrio.cli.main.SignalLatch`
 for how the process's handlers and trio's signal receiver share the work.
 
 Output goes to stdout (`text`, `json` or `stream-json`); a turn that did not complete
@@ -18,7 +18,7 @@ Text that is not Unicode (a lone surrogate in a model's reply) is written as U+F
 every format, and a prompt that is not valid UTF-8 is refused before anything starts.
 
 The session is stored (`SqliteStore` in the state directory): a new one, or the one
-`--continue` / `--resume ID` name, copied first with `--fork` (`rawtrio.sessions_cli`).
+`--continue` / `--resume ID` name, copied first with `--fork` (`rawtrio.cli.sessions`).
 `json` output carries its `session_id` so a script can `--resume` it. A session another
 process has open exits 5 before any turn starts; an unknown id exits 2.
 """
@@ -35,7 +35,9 @@ from typing import TextIO
 import trio
 
 from rawtrio import events as ev
-from rawtrio.cli import Interrupted, SignalLatch
+from rawtrio.app.options import prepare_session
+from rawtrio.cli.main import Interrupted, SignalLatch
+from rawtrio.cli.sessions import Choice, fail, start_session
 from rawtrio.contracts import ExitCode, ToolStatus, TurnOutcome
 from rawtrio.errors import (
     RawtrioError,
@@ -45,8 +47,6 @@ from rawtrio.groups import collapse_group
 from rawtrio.runtime.runtime import open_runtime
 from rawtrio.runtime.session import Session
 from rawtrio.runtime.subscribers import Subscription
-from rawtrio.sessions_cli import Choice, fail, start_session
-from rawtrio.settings import prepare_session
 from rawtrio.store.paths import default_db_path
 from rawtrio.store.sqlite import SqliteStore
 from rawtrio.unicode_safety import (

@@ -1,0 +1,1 @@
+"""The application: the one composition root every front end opens (docs/contracts.md)."""
