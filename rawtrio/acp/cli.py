@@ -25,7 +25,8 @@ from typing import Any
 
 import trio
 
-from rawtrio.cli.main import SignalLatch, add_session_flags
+from rawtrio.cli.flags import add_session_flags
+from rawtrio.cli.signals import SignalLatch
 from rawtrio.contracts import ExitCode
 
 log = logging.getLogger("rawtrio.acp")

@@ -5,7 +5,7 @@ own groups) cancel the turn through the same path as every other front end: the 
 records its results and outcome, children are reaped, and the exit code says which
 signal it was (130, 143). A signal before the turn exists (say, while the prompt is read
 from stdin) ends the run quietly with the same code; further signals while cancelling
-are noted and change nothing (cleanup is bounded anyway). See `rawtrio.cli.main.SignalLatch`
+are noted and change nothing (cleanup is bounded anyway). See `rawtrio.cli.signals`
 for how the process's handlers and trio's signal receiver share the work.
 
 Output goes to stdout (`text`, `json` or `stream-json`); a turn that did not complete
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 from collections.abc import AsyncIterator
 from typing import TextIO
@@ -36,8 +35,8 @@ import trio
 
 from rawtrio import events as ev
 from rawtrio.app.options import prepare_session
-from rawtrio.cli.main import Interrupted, SignalLatch
 from rawtrio.cli.sessions import Choice, fail, start_session
+from rawtrio.cli.signals import SIGNAL_EXIT, Interrupted, SignalLatch
 from rawtrio.contracts import ExitCode, ToolStatus, TurnOutcome
 from rawtrio.errors import (
     RawtrioError,
@@ -61,7 +60,6 @@ OUTCOME_EXIT = {
     TurnOutcome.MAX_STEPS: ExitCode.MAX_STEPS,
     TurnOutcome.ERROR: ExitCode.ERROR,
 }
-SIGNAL_EXIT = {signal.SIGINT: ExitCode.SIGINT, signal.SIGTERM: ExitCode.SIGTERM}
 
 
 def main(args: argparse.Namespace, latch: SignalLatch | None = None) -> int:
@@ -105,7 +103,7 @@ async def run(
     output_format: str,
     latch: SignalLatch,
 ) -> int:
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    with trio.open_signal_receiver(*SIGNAL_EXIT) as signals:
         if latch.received:  # arrived between the prompt and the receiver: no turn yet
             return SIGNAL_EXIT[latch.received[0]]
         try:
@@ -152,7 +150,7 @@ def _report(ended: ev.TurnEnded, latch: SignalLatch) -> int:
         return ExitCode.COMPLETED
     if ended.outcome is TurnOutcome.CANCELLED:
         print(f"rawtrio: cancelled ({ended.reason})", file=sys.stderr)
-        return SIGNAL_EXIT[latch.received[0]] if latch.received else ExitCode.SIGINT
+        return latch.exit_code or ExitCode.SIGINT
     label = "error" if ended.outcome is TurnOutcome.ERROR else "stopped"
     print(f"rawtrio: {label}: {ended.reason}", file=sys.stderr)
     return OUTCOME_EXIT[ended.outcome]
@@ -173,8 +171,7 @@ async def _cancel_on_signal(
     signals: AsyncIterator[int], session: Session, latch: SignalLatch
 ) -> None:
     async for signum in signals:
-        sig = signal.Signals(signum)
-        latch.received.append(sig)
+        sig = latch.note(signum)
         if len(latch.received) == 1:
             session.cancel(f"received {sig.name}")
 

@@ -25,8 +25,8 @@ import trio
 
 from rawtrio import events as ev
 from rawtrio.app.options import prepare_session
-from rawtrio.cli.main import Interrupted, SignalLatch
 from rawtrio.cli.sessions import Choice, fail, render_history, start_session
+from rawtrio.cli.signals import Interrupted, SignalLatch
 from rawtrio.context.accounting import describe as describe_usage
 from rawtrio.contracts import ExitCode
 from rawtrio.errors import (

@@ -21,10 +21,9 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -32,6 +31,7 @@ from typing import TYPE_CHECKING, TextIO
 import trio
 
 from rawtrio import events as ev
+from rawtrio.cli.signals import SignalLatch, stopped_by_signal
 from rawtrio.contracts import ExitCode
 from rawtrio.errors import RawtrioError, SessionLocked, UnknownSession, UsageError, exit_code_for
 from rawtrio.frozen import thaw
@@ -41,14 +41,12 @@ from rawtrio.store.paths import default_db_path
 from rawtrio.store.sqlite import SqliteStore
 
 if TYPE_CHECKING:
-    from rawtrio.cli.main import SignalLatch
     from rawtrio.runtime.runtime import Runtime
     from rawtrio.runtime.session import Session, SessionOptions
 
 MIN_PREFIX = 4
 #: Lines of a tool result that `show` prints; the rest is counted, not shown.
 RESULT_LINES = 6
-SIGNAL_EXIT = {signal.SIGINT: ExitCode.SIGINT, signal.SIGTERM: ExitCode.SIGTERM}
 
 
 # --- which session a run works in ---------------------------------------------------------
@@ -219,27 +217,18 @@ def main(argv: list[str], latch: SignalLatch | None = None) -> int:
     if args.command == "rename" and not args.title.strip():
         print("rawtrio: sessions rename: the title is empty", file=sys.stderr)
         return ExitCode.USAGE
-    if latch is not None and latch.received:
-        return SIGNAL_EXIT[latch.received[0]]
-    return trio.run(_run, args)
+    latch = latch or SignalLatch()
+    if latch.exit_code is not None:
+        return latch.exit_code
+    return trio.run(_run, args, latch)
 
 
-async def _run(args: argparse.Namespace) -> int:
+async def _run(args: argparse.Namespace, latch: SignalLatch) -> int:
     """Run the command; SIGINT or SIGTERM stops it (a write under way still completes)."""
-    code: list[int] = []
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with trio.open_nursery() as nursery:
-
-            async def stop_on_signal(signals: AsyncIterator[int]) -> None:
-                async for signum in signals:
-                    code.append(SIGNAL_EXIT[signal.Signals(signum)])
-                    nursery.cancel_scope.cancel(reason=f"received {signal.Signals(signum).name}")
-                    return
-
-            nursery.start_soon(stop_on_signal, signals)
-            code.append(await _command(args))
-            nursery.cancel_scope.cancel(reason="command done")
-    return code[0]
+    code: int = ExitCode.ERROR
+    async with stopped_by_signal(latch):
+        code = await _command(args)
+    return latch.exit_code or code
 
 
 async def _command(args: argparse.Namespace) -> int:

@@ -39,7 +39,7 @@ from rawtrio.store.paths import state_dir
 from rawtrio.tui.app import PALETTE, TICK_S, ChatApp, ChatSetup
 
 if TYPE_CHECKING:
-    from rawtrio.cli.main import SignalLatch
+    from rawtrio.cli.signals import SignalLatch
 
 LOG_NAME = "tui.log"
 HISTORY_NAME = "tui_history.jsonl"
@@ -57,10 +57,8 @@ class AppResult:
 
 
 def main(args: argparse.Namespace, latch: SignalLatch | None = None) -> int:
-    if latch is not None and latch.received:  # Ctrl-C before anything was on screen
-        from rawtrio.cli.main import SIGNAL_EXIT
-
-        return SIGNAL_EXIT[latch.received[0]]
+    if latch is not None and latch.exit_code is not None:  # Ctrl-C before the screen
+        return latch.exit_code
     if not (sys.stdin.isatty() and sys.stdout.isatty()):  # `--demo` without a terminal
         print("rawtrio: the full-screen chat needs a terminal (stdin and stdout)", file=sys.stderr)
         return ExitCode.USAGE
