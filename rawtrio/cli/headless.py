@@ -17,7 +17,7 @@ tool and why), and every notice (warnings, retries; `json` prints the warnings t
 Text that is not Unicode (a lone surrogate in a model's reply) is written as U+FFFD in
 every format, and a prompt that is not valid UTF-8 is refused before anything starts.
 
-The session is stored (`SqliteStore` in the state directory): a new one, or the one
+The session is stored (in the state directory, `rawtrio.app.open_app`): a new one, or the one
 `--continue` / `--resume ID` name, copied first with `--fork` (`rawtrio.cli.sessions`).
 `json` output carries its `session_id` so a script can `--resume` it. A session another
 process has open exits 5 before any turn starts; an unknown id exits 2.
@@ -34,8 +34,8 @@ from typing import TextIO
 import trio
 
 from rawtrio import events as ev
-from rawtrio.app.options import prepare_session
-from rawtrio.cli.sessions import Choice, fail, start_session
+from rawtrio.app import Choice, open_app
+from rawtrio.cli.sessions import fail
 from rawtrio.cli.signals import SIGNAL_EXIT, Interrupted, SignalLatch
 from rawtrio.contracts import ExitCode, ToolStatus, TurnOutcome
 from rawtrio.errors import (
@@ -43,11 +43,7 @@ from rawtrio.errors import (
     UsageError,
 )
 from rawtrio.groups import collapse_group
-from rawtrio.runtime.runtime import open_runtime
-from rawtrio.runtime.session import Session
-from rawtrio.runtime.subscribers import Subscription
-from rawtrio.store.paths import default_db_path
-from rawtrio.store.sqlite import SqliteStore
+from rawtrio.runtime import Session, Subscription
 from rawtrio.unicode_safety import (
     describe_undecodable,
     replace_lone_surrogates,
@@ -107,15 +103,8 @@ async def run(
         if latch.received:  # arrived between the prompt and the receiver: no turn yet
             return SIGNAL_EXIT[latch.received[0]]
         try:
-            setup = await prepare_session(args, headless=True)
-        except RawtrioError as exc:
-            return fail(exc)
-        for notice in setup.notices:
-            print(f"rawtrio: {notice}", file=sys.stderr)
-        options = setup.options
-        try:
-            async with SqliteStore(default_db_path()) as store, open_runtime(store) as runtime:
-                session = await start_session(runtime, choice, options)
+            async with open_app(args, headless=True, notify=_say_notice) as app:
+                session = await app.start_session(choice)
                 ended = await _run_turn(session, prompt, output_format, signals, latch)
         except RawtrioError as exc:
             return fail(exc)
@@ -142,6 +131,10 @@ async def _run_turn(
                     return await _render(session, events, turn_id, output_format, sys.stdout)
             finally:
                 nursery.cancel_scope.cancel(reason="turn finished")
+
+
+def _say_notice(notice: str) -> None:
+    print(f"rawtrio: {notice}", file=sys.stderr)
 
 
 def _report(ended: ev.TurnEnded, latch: SignalLatch) -> int:

@@ -135,7 +135,7 @@ def run(argv: list[str] | None = None, latch: SignalLatch | None = None) -> int:
             elif not args.demo and (args.plain or not (sys.stdin.isatty() and sys.stdout.isatty())):
                 from rawtrio.cli.repl import main as front_end
             else:
-                from rawtrio.tui import main as front_end
+                from rawtrio.tui.runner import main as front_end
     except Interrupted as exc:
         return exc.exit_code
     return front_end(args, latch)

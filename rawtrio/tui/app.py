@@ -40,8 +40,7 @@ from rawtrio.tui.editor import History, PromptEdit
 from rawtrio.tui.permission import PermissionPrompt
 
 if TYPE_CHECKING:
-    from rawtrio.runtime.runtime import Runtime
-    from rawtrio.runtime.session import Session, SessionOptions
+    from rawtrio.runtime import Runtime, Session, SessionOptions
 
 log = logging.getLogger(__name__)
 #: A second Ctrl-C at an idle prompt within this many seconds leaves (as in the line chat;

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import trio
 import urwid
 
-from rawtrio.cli.sessions import resolve_id
+from rawtrio.app.choice import resolve_id
 from rawtrio.errors import RawtrioError, TurnInProgress, UsageError
 from rawtrio.permissions.rules import PermissionMode
 
