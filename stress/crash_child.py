@@ -180,7 +180,7 @@ def serve(control: socket.socket) -> None:
     and waits for nothing else. Imports are done before the first fork, and no thread
     runs, so a fork is safe.
     """
-    from rawtrio.tools.subreaper import become_child_subreaper
+    from rawtrio.processes.subreaper import become_child_subreaper
 
     warm_up()
     become_child_subreaper()

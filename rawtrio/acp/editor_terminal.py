@@ -28,12 +28,16 @@ import trio
 from rawtrio.acp.jsonrpc import ConnectionLost, Peer, RpcError
 from rawtrio.contracts import CLEANUP_DEADLINE_S
 from rawtrio.groups import collapse_group
-from rawtrio.tools.process_group import EndedBy, ProcessResult, ProcessWatch
-from rawtrio.tools.subreaper import SESSION_ENV_VAR
+from rawtrio.processes import (
+    CALL_ENV_VAR,
+    SESSION_ENV_VAR,
+    EndedBy,
+    ProcessResult,
+    ProcessWatch,
+)
 
 #: How often live output is fetched while a command runs.
 POLL_S: Final = 0.2
-CALL_ENV_VAR: Final = "RAWTRIO_CALL"
 
 
 async def ask_editor(peer: Peer, session_id: str, method: str, params: dict[str, Any]) -> Any:

@@ -1,5 +1,8 @@
 """Session events as ACP `session/update` payloads, live and for `session/load` replay.
 
+The events are folded into the transcript view (`rawtrio.runtime.view`); each change of a
+view item becomes the update below (the table names the events behind each change).
+
 | rawtrio event | ACP update |
 |---|---|
 | `user_message` | `user_message_chunk` (replay, and live to connections other than the prompter) |
@@ -31,6 +34,20 @@ from rawtrio import events as ev
 from rawtrio.contracts import ToolStatus
 from rawtrio.frozen import thaw
 from rawtrio.permissions.summary import summarize_call
+from rawtrio.runtime.view import (
+    Change,
+    ChangeKind,
+    MessageView,
+    ModeView,
+    NoticeView,
+    PlanEntry,
+    PlanView,
+    ThinkingView,
+    ToolCallView,
+    ToolPhase,
+    TranscriptView,
+    UserView,
+)
 
 #: How much live tool output a `tool_call_update` carries (its tail).
 OUTPUT_TAIL: Final = 16_000
@@ -60,135 +77,134 @@ def text_block(text: str) -> dict[str, Any]:
 
 
 class UpdateMapper:
-    """Turns one session's events, in order, into `session/update` payloads."""
+    """Turns one session's events, in order, into `session/update` payloads: it folds them
+    into the transcript view and sends what changed."""
 
     def __init__(self, cwd: str | Path) -> None:
         self.cwd = Path(cwd)
-        self._args: dict[str, Mapping[str, Any]] = {}
-        self._tool_ids: dict[str, str] = {}
-        self._announced: dict[str, str] = {}  # call id → name, announced, not committed
-        self._output: dict[str, str] = {}
+        self._view = TranscriptView(retain=False)
         #: Calls whose command runs in an editor terminal (it shows the live output).
         self.terminals: dict[str, str] = {}
 
     def updates(self, event: ev.Event, *, include_user: bool = True) -> list[dict[str, Any]]:
-        turn = event.turn_id or "session"
-        if isinstance(event, ev.UserMessageCommitted):
-            if not include_user:
+        out: list[dict[str, Any]] = []
+        for change in self._view.apply(event):
+            out += self._updates(change, include_user)
+        if isinstance(event, ev.Usage):  # not part of the transcript
+            usage = usage_update(event)
+            if usage is not None:
+                out.append(usage)
+        return out
+
+    def _updates(self, change: Change, include_user: bool) -> list[dict[str, Any]]:
+        item = change.item
+        turn = item.turn_id or "session"
+        if isinstance(item, MessageView):
+            if item.final:  # committed or cut: the editor has the chunks already
                 return []
-            return [_chunk("user_message_chunk", event.text, f"{turn}-user")]
-        if isinstance(event, ev.TextDelta):
-            return [_chunk("agent_message_chunk", event.text, f"{turn}-{event.step}")]
-        if isinstance(event, ev.ThinkingDelta):
-            return [_chunk("agent_thought_chunk", event.text, f"{turn}-{event.step}-thought")]
-        if isinstance(event, ev.Notice) and event.turn_id and event.level != "info":
+            return [_chunk("agent_message_chunk", change.appended, f"{turn}-{item.step}")]
+        if isinstance(item, ThinkingView):
+            return [_chunk("agent_thought_chunk", change.appended, f"{turn}-{item.step}-thought")]
+        if isinstance(item, ToolCallView):
+            return self._tool_updates(change, item)
+        if isinstance(item, UserView):
+            return [_chunk("user_message_chunk", item.text, f"{turn}-user")] if include_user else []
+        if isinstance(item, NoticeView) and item.turn_id and item.level != "info":
             # ACP has no notice update: a warning during a turn (a request being retried)
             # is a thought of its own, so the editor shows it without touching the reply.
+            return [_chunk("agent_thought_chunk", f"[{item.text}]\n", f"{turn}-notice-{item.seq}")]
+        if isinstance(item, PlanView):
+            return [plan_update(item.entries)]
+        if isinstance(item, ModeView):
+            return [{"sessionUpdate": "current_mode_update", "currentModeId": item.mode}]
+        return []
+
+    def _tool_updates(self, change: Change, item: ToolCallView) -> list[dict[str, Any]]:
+        if change.kind is ChangeKind.REMOVED:  # announced by a stream that was cut
             return [
-                _chunk("agent_thought_chunk", f"[{event.text}]\n", f"{turn}-notice-{event.seq}")
+                {
+                    "sessionUpdate": "tool_call_update",
+                    "toolCallId": item.call_id,
+                    "status": "failed",
+                    "content": [_content(f"not run: the reply was cut ({item.dropped})")],
+                    "rawOutput": {"status": "cancelled", "started": False},
+                }
             ]
-        if isinstance(event, ev.ToolCallAnnounced):
-            self._announced[event.call_id] = event.name
+        if change.committed_now:
+            return [self._committed_call(change, item)]
+        if change.kind is ChangeKind.ADDED and item.phase is ToolPhase.ANNOUNCED:
             return [
                 {
                     "sessionUpdate": "tool_call",
-                    "toolCallId": event.call_id,
-                    "title": event.name,
-                    "kind": tool_kind(event.name),
+                    "toolCallId": item.call_id,
+                    "title": item.name,
+                    "kind": tool_kind(item.name),
                     "status": "pending",
                 }
             ]
-        if isinstance(event, ev.AssistantMessageCommitted):
-            return [self._committed_call(cid, name, args) for cid, name, args in event.tool_calls]
-        if isinstance(event, ev.StreamInterrupted):
-            cut = [
-                {
-                    "sessionUpdate": "tool_call_update",
-                    "toolCallId": cid,
-                    "status": "failed",
-                    "content": [_content(f"not run: the reply was cut ({event.reason})")],
-                    "rawOutput": {"status": "cancelled", "started": False},
-                }
-                for cid in self._announced
-            ]
-            self._announced.clear()
-            return cut
-        if isinstance(event, ev.ToolCallStarted):
-            args = _as_args(event.arguments)
-            self._args[event.call_id] = args
-            self._tool_ids[event.call_id] = event.tool_id
+        if change.entered(ToolPhase.RUNNING) and item.started_at is not None:
+            args = item.args
             return [
                 {
                     "sessionUpdate": "tool_call_update",
-                    "toolCallId": event.call_id,
+                    "toolCallId": item.call_id,
                     "status": "in_progress",
-                    "title": summarize_call(event.tool_id, args),
-                    "kind": tool_kind(event.tool_id),
+                    "title": summarize_call(item.tool_id, args),
+                    "kind": tool_kind(item.tool_id),
                     "rawInput": args,
                     "locations": self._locations(args),
                 }
             ]
-        if isinstance(event, ev.ToolOutputDelta):
-            if event.call_id in self.terminals:
+        if change.appended:
+            if item.call_id in self.terminals:
                 return []
-            so_far = (self._output.get(event.call_id, "") + event.text)[-OUTPUT_TAIL:]
-            self._output[event.call_id] = so_far
             return [
                 {
                     "sessionUpdate": "tool_call_update",
-                    "toolCallId": event.call_id,
-                    "content": [_content(so_far)],
+                    "toolCallId": item.call_id,
+                    "content": [_content(item.output[-OUTPUT_TAIL:])],
                 }
             ]
-        if isinstance(event, ev.ToolCallFinished):
-            return [self._finished(event)]
-        if isinstance(event, ev.PlanUpdated):
-            return [plan_update(thaw(event.items))]
-        if isinstance(event, ev.ModeChanged):
-            return [{"sessionUpdate": "current_mode_update", "currentModeId": event.mode}]
-        if isinstance(event, ev.Usage):
-            usage = usage_update(event)
-            return [usage] if usage is not None else []
+        if change.entered(ToolPhase.FINISHED):
+            return [self._finished(item)]
         return []
 
-    def _committed_call(self, call_id: str, name: str, arguments: Any) -> dict[str, Any]:
-        args = _as_args(arguments)
-        self._args[call_id] = args
-        self._tool_ids.setdefault(call_id, name)
-        update: dict[str, Any] = {
-            "sessionUpdate": "tool_call_update" if call_id in self._announced else "tool_call",
-            "toolCallId": call_id,
-            "title": summarize_call(name, args),
-            "kind": tool_kind(name),
+    def _committed_call(self, change: Change, item: ToolCallView) -> dict[str, Any]:
+        args = item.args
+        return {
+            "sessionUpdate": "tool_call" if change.before is None else "tool_call_update",
+            "toolCallId": item.call_id,
+            "title": summarize_call(item.name, args),
+            "kind": tool_kind(item.name),
             "status": "pending",
-            "rawInput": args if arguments is not None else None,
+            "rawInput": args if item.arguments is not None else None,
             "locations": self._locations(args),
         }
-        self._announced.pop(call_id, None)
-        return update
 
-    def _finished(self, event: ev.ToolCallFinished) -> dict[str, Any]:
-        self._output.pop(event.call_id, None)
-        args = self._args.pop(event.call_id, {})
-        tool_id = self._tool_ids.pop(event.call_id, event.name)
+    def _finished(self, item: ToolCallView) -> dict[str, Any]:
         content: list[dict[str, Any]] = []
-        terminal = self.terminals.pop(event.call_id, None)
+        terminal = self.terminals.pop(item.call_id, None)
         if terminal is not None:
             content.append({"type": "terminal", "terminalId": terminal})
-        if event.status is ToolStatus.OK:
-            content.extend(self._diffs(tool_id, args))
-        if event.content:
-            content.append(_content(event.content))
-        raw: dict[str, Any] = {"status": str(event.status), "started": event.started}
-        if event.denied_by is not None:
-            raw["denied_by"] = str(event.denied_by)
-        details = thaw(event.details)
+        if item.diff is not None:
+            diff = item.diff
+            update: dict[str, Any] = {"type": "diff", "path": self._path(diff.path)}
+            if item.tool_id != "write_file":
+                update["oldText"] = diff.old_text
+            update["newText"] = diff.new_text
+            content.append(update)
+        if item.content:
+            content.append(_content(item.content))
+        raw: dict[str, Any] = {"status": str(item.status), "started": item.started}
+        if item.denied_by is not None:
+            raw["denied_by"] = str(item.denied_by)
+        details = thaw(item.details)
         if details:
             raw["details"] = details
         return {
             "sessionUpdate": "tool_call_update",
-            "toolCallId": event.call_id,
-            "status": "completed" if event.status is ToolStatus.OK else "failed",
+            "toolCallId": item.call_id,
+            "status": "completed" if item.status is ToolStatus.OK else "failed",
             "content": content,
             "rawOutput": raw,
         }
@@ -211,29 +227,6 @@ class UpdateMapper:
                 out.append(loc)
         return out
 
-    def _diffs(self, tool_id: str, args: Mapping[str, Any]) -> list[dict[str, Any]]:
-        path = args.get("path")
-        if not isinstance(path, str):
-            return []
-        if tool_id == "write_file" and isinstance(args.get("content"), str):
-            return [{"type": "diff", "path": self._path(path), "newText": args["content"]}]
-        if tool_id == "edit_file" and isinstance(args.get("new_text"), str):
-            old = args.get("old_text")
-            return [
-                {
-                    "type": "diff",
-                    "path": self._path(path),
-                    "oldText": old if isinstance(old, str) else None,
-                    "newText": args["new_text"],
-                }
-            ]
-        return []
-
-
-def _as_args(arguments: Any) -> dict[str, Any]:
-    value = thaw(arguments)
-    return value if isinstance(value, dict) else {}
-
 
 def _chunk(kind: str, text: str, message_id: str) -> dict[str, Any]:
     return {"sessionUpdate": kind, "content": text_block(text), "messageId": message_id}
@@ -246,22 +239,18 @@ def _content(text: str) -> dict[str, Any]:
 _PLAN_STATUSES: Final = ("pending", "in_progress", "completed")
 
 
-def plan_update(items: Any) -> dict[str, Any]:
-    entries = []
-    for item in items if isinstance(items, list) else []:
-        if not isinstance(item, dict):
-            continue
-        status = item.get("status")
-        entries.append(
+def plan_update(entries: Iterable[PlanEntry]) -> dict[str, Any]:
+    return {
+        "sessionUpdate": "plan",
+        "entries": [
             {
-                "content": str(item.get("content", "")),
+                "content": entry.content,
                 "priority": "medium",
-                "status": status
-                if status in ("pending", "in_progress", "completed")
-                else "pending",
+                "status": entry.status if entry.status in _PLAN_STATUSES else "pending",
             }
-        )
-    return {"sessionUpdate": "plan", "entries": entries}
+            for entry in entries
+        ],
+    }
 
 
 def usage_update(event: ev.Usage) -> dict[str, Any] | None:

@@ -44,6 +44,7 @@ from rawtrio.errors import (
 )
 from rawtrio.groups import collapse_group
 from rawtrio.runtime import Session, Subscription
+from rawtrio.runtime.view import MessageView, NoticeView, ToolCallView, ToolPhase, TranscriptView
 from rawtrio.unicode_safety import (
     describe_undecodable,
     replace_lone_surrogates,
@@ -215,29 +216,39 @@ async def _render(
 
 class _TextOutput:
     """`--output-format text`: the model's text on stdout, each step's on a line of its
-    own; denied calls and notices on stderr, one line each."""
+    own; denied calls and notices on stderr, one line each (from the transcript view)."""
 
     def __init__(self, out: TextIO) -> None:
         self._out = out
+        self._view = TranscriptView(retain=False)
         self._step: int | None = None  # the step whose text was written last
         self._at_line_start = True
 
     def render(self, event: ev.Event) -> None:
-        if isinstance(event, ev.TextDelta) and event.text:
-            if self._step is not None and event.step != self._step and not self._at_line_start:
-                self._out.write("\n")
-            self._step = event.step
-            self._out.write(replace_lone_surrogates(event.text))
-            self._out.flush()
-            self._at_line_start = event.text.endswith("\n")
-        elif isinstance(event, ev.ToolCallFinished) and event.status is ToolStatus.DENIED:
-            why = event.content.strip().splitlines()[0] if event.content.strip() else ""
-            if not why.lower().startswith("denied"):
-                by = f" by {event.denied_by.value}" if event.denied_by is not None else ""
-                why = f"denied{by}" + (f": {why}" if why else "")
-            self._say(f"{event.name}: {why}")
-        elif isinstance(event, ev.Notice):
-            self._say(event.text if event.level == "info" else f"{event.level}: {event.text}")
+        for change in self._view.apply(event):
+            item = change.item
+            if isinstance(item, MessageView) and change.appended:
+                self._text(item.step, change.appended)
+            elif (
+                isinstance(item, ToolCallView)
+                and change.entered(ToolPhase.FINISHED)
+                and item.status is ToolStatus.DENIED
+            ):
+                why = item.content.strip().splitlines()[0] if item.content.strip() else ""
+                if not why.lower().startswith("denied"):
+                    by = f" by {item.denied_by.value}" if item.denied_by is not None else ""
+                    why = f"denied{by}" + (f": {why}" if why else "")
+                self._say(f"{item.name}: {why}")
+            elif isinstance(item, NoticeView):
+                self._say(item.text if item.level == "info" else f"{item.level}: {item.text}")
+
+    def _text(self, step: int, text: str) -> None:
+        if self._step is not None and step != self._step and not self._at_line_start:
+            self._out.write("\n")
+        self._step = step
+        self._out.write(replace_lone_surrogates(text))
+        self._out.flush()
+        self._at_line_start = text.endswith("\n")
 
     def end(self) -> None:
         """End the last line; print nothing when no text came."""

@@ -19,7 +19,8 @@ import argparse
 import os
 import signal
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
+from typing import TextIO
 
 import trio
 
@@ -35,6 +36,17 @@ from rawtrio.errors import (
 )
 from rawtrio.permissions.approval import AlwaysScope, ApprovalDecision
 from rawtrio.runtime import Runtime, Session
+from rawtrio.runtime.view import (
+    ApprovalView,
+    Change,
+    CompactionView,
+    MessageView,
+    NoticeView,
+    ToolCallView,
+    ToolPhase,
+    TranscriptView,
+    TurnEndView,
+)
 from rawtrio.unicode_safety import replace_lone_surrogates, replace_unwritable
 
 DOUBLE_CTRL_C_S = 2.0
@@ -254,31 +266,42 @@ async def _feed(stream: trio.lowlevel.FdStream, send: trio.MemorySendChannel[str
 
 async def _render(session: Session) -> None:
     out = sys.stdout
+    view = TranscriptView(retain=False)
     with session.subscribe() as sub:
         async for event in sub:
-            if isinstance(event, ev.TextDelta):
-                out.write(replace_lone_surrogates(event.text))
-            elif isinstance(event, ev.ToolCallStarted):
-                out.write(f"\n[{event.name}] {dict(event.arguments)}\n")
-            elif isinstance(event, ev.PermissionRequested):
-                out.write(
-                    f"\n[permission] {event.tool_id}: {event.summary}\n"
-                    "allow? y = once, a = always this session, p = always in this project, "
-                    "n = no (or type a reason)\n"
-                )
-            elif isinstance(event, ev.PermissionAnswered) and event.decision == "cancelled":
-                out.write("[permission request cancelled]\n")
-            elif isinstance(event, ev.Notice):
-                out.write(f"\n({event.level}: {event.text})\n")
-            elif isinstance(event, ev.ToolCallFinished):
-                out.write(f"[{event.name} → {event.status.value}]\n")
-            elif isinstance(event, ev.TurnEnded):
-                out.write(f"\n({event.outcome.value}: {event.reason})\n")
-            elif isinstance(event, ev.CompactionStarted):
-                out.write(f"\n(compacting the context: {event.tokens_before} tokens…)\n")
-            elif isinstance(event, ev.CompactionEnded):
-                out.write(
-                    f"(compaction {event.outcome}: {event.tokens_before} → "
-                    f"{event.tokens_after} tokens; {event.reason})\n"
-                )
+            for change in view.apply(event):
+                _print_change(change, out)
             out.flush()
+
+
+def _print_change(change: Change, out: TextIO) -> None:
+    """One change of the transcript view, as the line chat prints it."""
+    item = change.item
+    if isinstance(item, MessageView):
+        out.write(replace_lone_surrogates(change.appended))
+    elif isinstance(item, ToolCallView):
+        if change.entered(ToolPhase.RUNNING) and item.started_at is not None:
+            arguments = item.arguments if isinstance(item.arguments, Mapping) else {}
+            out.write(f"\n[{item.name}] {dict(arguments)}\n")
+        elif change.entered(ToolPhase.AWAITING_APPROVAL) and item.permission is not None:
+            out.write(
+                f"\n[permission] {item.permission.tool_id}: {item.permission.summary}\n"
+                "allow? y = once, a = always this session, p = always in this project, "
+                "n = no (or type a reason)\n"
+            )
+        elif change.entered(ToolPhase.FINISHED) and item.status is not None:
+            out.write(f"[{item.name} → {item.status.value}]\n")
+    elif isinstance(item, ApprovalView) and item.decision == "cancelled":
+        out.write("[permission request cancelled]\n")
+    elif isinstance(item, NoticeView):
+        out.write(f"\n({item.level}: {item.text})\n")
+    elif isinstance(item, TurnEndView):
+        out.write(f"\n({item.outcome.value}: {item.reason})\n")
+    elif isinstance(item, CompactionView):
+        if item.outcome is None:
+            out.write(f"\n(compacting the context: {item.tokens_before} tokens…)\n")
+        else:
+            out.write(
+                f"(compaction {item.outcome}: {item.tokens_before} → "
+                f"{item.tokens_after} tokens; {item.summary})\n"
+            )

@@ -30,6 +30,17 @@ from rawtrio.cli.signals import SignalLatch, stopped_by_signal
 from rawtrio.contracts import ExitCode
 from rawtrio.errors import RawtrioError, SessionLocked, UsageError, exit_code_for
 from rawtrio.frozen import thaw
+from rawtrio.runtime.view import (
+    ApprovalView,
+    Change,
+    MessageView,
+    NoticeView,
+    ToolCallView,
+    ToolPhase,
+    TranscriptView,
+    TurnEndView,
+    UserView,
+)
 from rawtrio.store.base import SessionRecord
 from rawtrio.store.paths import default_db_path
 
@@ -56,26 +67,32 @@ def _indent(text: str, prefix: str = "    ", max_lines: int | None = None) -> li
     return out
 
 
-def render_event(e: ev.Event) -> list[str]:
-    """What a person reads for one display event (streaming residue renders as nothing)."""
-    if isinstance(e, ev.UserMessageCommitted):
-        return ["", *_indent(e.text, "> ")]
-    if isinstance(e, ev.AssistantMessageCommitted):
-        lines = [e.text.rstrip("\n")] if e.text else []
-        for _, name, args in e.tool_calls:
-            lines.append(f"  → {name} {json.dumps(thaw(args), ensure_ascii=False)}")
-        return lines
-    if isinstance(e, ev.StreamInterrupted):
-        return [*_indent(e.partial_text or "(no text yet)", ""), f"  [reply cut off: {e.reason}]"]
-    if isinstance(e, ev.ToolCallFinished):
-        by = f" by {e.denied_by}" if e.denied_by else ""
-        return [f"  ← {e.name} {e.status}{by}", *_indent(e.content, "      ", RESULT_LINES)]
-    if isinstance(e, ev.PermissionAnswered):
-        return [f"  permission for {e.call_id}: {e.decision}"]
-    if isinstance(e, ev.Notice):
-        return [f"  ({e.level}: {e.text})"]
-    if isinstance(e, ev.TurnEnded):
-        return [f"[turn {e.outcome}: {e.reason}]"]
+def render_change(change: Change) -> list[str]:
+    """What a person reads for one change of the transcript view, replayed from the
+    display history (streamed text shows once, when its message was committed or cut)."""
+    item, before = change.item, change.before
+    if isinstance(item, UserView):
+        return ["", *_indent(item.text, "> ")]
+    if isinstance(item, MessageView):
+        if item.cut is not None and not (isinstance(before, MessageView) and before.cut):
+            return [*_indent(item.text or "(no text yet)", ""), f"  [reply cut off: {item.cut}]"]
+        if item.committed and not (isinstance(before, MessageView) and before.committed):
+            return [item.text.rstrip("\n")] if item.text else []
+        return []
+    if isinstance(item, ToolCallView):
+        if change.committed_now:
+            return [f"  → {item.name} {json.dumps(thaw(item.arguments), ensure_ascii=False)}"]
+        if change.entered(ToolPhase.FINISHED):
+            by = f" by {item.denied_by}" if item.denied_by else ""
+            head = f"  ← {item.name} {item.status}{by}"
+            return [head, *_indent(item.content, "      ", RESULT_LINES)]
+        return []
+    if isinstance(item, ApprovalView):
+        return [f"  permission for {item.call_id}: {item.decision}"]
+    if isinstance(item, NoticeView):
+        return [f"  ({item.level}: {item.text})"]
+    if isinstance(item, TurnEndView):
+        return [f"[turn {item.outcome}: {item.reason}]"]
     return []
 
 
@@ -91,9 +108,11 @@ def render_history(
         f"{record.cwd} · {record.provider} {record.model} · {record.message_count} messages"
         f" · updated {_stamp(record.updated_at)}\n"
     )
+    view = TranscriptView(retain=False)
     for e in history:
-        for line in render_event(e):
-            out.write(line + "\n")
+        for change in view.apply(e):
+            for line in render_change(change):
+                out.write(line + "\n")
 
 
 def _record_json(r: SessionRecord) -> dict[str, object]:

@@ -31,9 +31,9 @@ from rawtrio.frozen import thaw
 from rawtrio.hooks.decision import HookDecision, Verdict, interpret_exit
 from rawtrio.hooks.process import HookProcessResult, HookWatch, run_hook_process
 from rawtrio.hooks.spec import MATCH_FIELD, HookEvent, HookSpec
+from rawtrio.processes import EndedBy, ProcessResult
 from rawtrio.redaction import Redactor
 from rawtrio.tools.base import ToolSettings
-from rawtrio.tools.process_group import EndedBy, ProcessResult
 
 #: Bytes of stdout and of stderr kept per hook run (head and tail).
 HOOK_OUTPUT_CAP: Final = 64_000

@@ -41,8 +41,7 @@ from rawtrio.contracts import CLEANUP_DEADLINE_S
 from rawtrio.errors import RawtrioError
 from rawtrio.groups import collapse_group
 from rawtrio.mcp.log import ServerLog
-from rawtrio.tools.process_group import child_environment
-from rawtrio.tools.subreaper import CALL_ENV_VAR
+from rawtrio.processes import CALL_ENV_VAR, ProcessSpec, child_environment
 
 if TYPE_CHECKING:
     import mcp_types as types
@@ -275,14 +274,16 @@ class McpConnection:
         env.update(await self._resolve(cfg.env))
         env[CALL_ENV_VAR] = marker
         cwd = _server_cwd(cfg.cwd, s.cwd)
-        spec = StdioSpec(
-            argv=list(cfg.command),
+        process = ProcessSpec(
+            argv=tuple(cfg.command),
             cwd=cwd,
             env=env,
             marker=marker,
             grace_s=s.grace_s,
-            max_message_bytes=s.max_message_bytes,
+            stdin="pipe",
+            stderr="pipe",
         )
+        spec = StdioSpec(process=process, max_message_bytes=s.max_message_bytes)
         async with open_stdio_transport(spec, self.log) as (read, write, transport):
             self._pid = transport.pid
             self._transport = transport

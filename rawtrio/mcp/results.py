@@ -25,8 +25,8 @@ from typing import TYPE_CHECKING, Any
 from rawtrio.contracts import ToolStatus
 from rawtrio.frozen import freeze
 from rawtrio.messages import ImagePart, image_type
+from rawtrio.processes import BoundedOutput
 from rawtrio.tools.base import ToolOutput
-from rawtrio.tools.bounded_output import BoundedOutput
 from rawtrio.unicode_safety import replace_lone_surrogates
 
 if TYPE_CHECKING:

@@ -9,11 +9,11 @@ bound what a misbehaving server can do to it, and stop the server on its own ter
 - **stderr** is read all along into the same capped log, so a flood neither blocks the
   server on a full pipe nor grows memory.
 - **stopping** follows the MCP lifecycle, with the session's grace period: close stdin,
-  wait up to `grace_s` for the server to exit, SIGTERM to its process group, wait
-  `grace_s`, SIGKILL to the group, reap with trio's own `Process.wait`. Descendants that
-  escaped the group carry the transport's `RAWTRIO_CALL` marker and are ended too. It runs
-  shielded, bounded by `CLEANUP_DEADLINE_S`, whenever the transport's block is left —
-  normally, by an error or by a cancellation.
+  wait up to `grace_s` for the server to exit, then the process group's one stop
+  (`rawtrio.processes`: SIGTERM, `grace_s`, SIGKILL, reap with trio's own
+  `Process.wait`). Descendants that escaped the group carry the transport's `RAWTRIO_CALL`
+  marker and are ended too. It runs shielded, bounded by `CLEANUP_DEADLINE_S`, whenever
+  the transport's block is left — normally, by an error or by a cancellation.
 
 The streams handed to `mcp.ClientSession` are anyio memory streams (the SDK runs on anyio,
 which runs on trio here). When the server exits, its stream is closed, so every request in
@@ -23,13 +23,9 @@ flight fails with the SDK's "connection closed" error instead of waiting.
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
-import subprocess
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final
 
 import anyio
@@ -40,13 +36,11 @@ from mcp.shared.message import SessionMessage
 
 from rawtrio.contracts import CLEANUP_DEADLINE_S
 from rawtrio.mcp.log import LineSplitter, ServerLog
-from rawtrio.tools.subreaper import CALL_ENV_VAR, end_marked
-from rawtrio.tools.watchdog import WATCHDOG
+from rawtrio.processes import ProcessGroup, ProcessSpec, open_process_group, signal_name
 
 _READ_SIZE: Final = 65536
 #: How long to wait for stdout's end of file once the server process exited.
 _EOF_AFTER_EXIT_S: Final = 0.2
-_POLL_S: Final = 0.01
 #: Messages to the server that may wait while one is being written.
 _WRITE_BUFFER: Final = 32
 #: Lines on stderr longer than this are cut in the log.
@@ -55,27 +49,22 @@ _STDERR_LINE_BYTES: Final = 4096
 
 @dataclass(frozen=True, slots=True)
 class StdioSpec:
-    argv: Sequence[str]
-    cwd: Path
-    env: Mapping[str, str]
-    #: The `RAWTRIO_CALL` marker in `env`: finds descendants that left the group.
-    marker: str
-    grace_s: float
+    #: The server (its `grace_s` is the session's grace period); `stdin` and `stderr` pipes.
+    process: ProcessSpec
     max_message_bytes: int
 
 
 class StdioTransport:
     """The running server process, as the connection sees it."""
 
-    def __init__(self, proc: trio.Process, spec: StdioSpec, log: ServerLog) -> None:
-        self.proc = proc
+    def __init__(self, group: ProcessGroup, spec: StdioSpec, log: ServerLog) -> None:
+        self.group = group
+        self.proc = group.proc
         self.spec = spec
         self.log = log
         #: Set once the server exited and its stream was closed.
         self.closed = trio.Event()
         self._eof = trio.Event()
-        #: What stopping took: "exited" (on stdin close), "SIGTERM", "SIGKILL", or None.
-        self.stopped_with: str | None = None
 
     @property
     def pid(self) -> int:
@@ -85,15 +74,22 @@ class StdioTransport:
     def returncode(self) -> int | None:
         return self.proc.returncode
 
+    @property
+    def stopped_with(self) -> str | None:
+        """What stopping took: "exited" (on stdin close, nothing signalled), "SIGTERM"
+        (the group or a descendant that left it), "SIGKILL", or None before the stop."""
+        if not self.group.stop_attempted:
+            return None
+        if self.group.killed:
+            return "SIGKILL"
+        return "SIGTERM" if self.group.sigterm_sent else "exited"
+
     def exit_text(self) -> str:
         code = self.proc.returncode
         if code is None:
             return "still running"
         if code < 0:
-            try:
-                return f"killed by {signal.Signals(-code).name}"
-            except ValueError:
-                return f"killed by signal {-code}"
+            return f"killed by {signal_name(-code)}"
         return f"exit code {code}"
 
     async def read_stdout(self, out: MemoryObjectSendStream[SessionMessage | Exception]) -> None:
@@ -159,47 +155,8 @@ class StdioTransport:
         self.closed.set()
 
     async def stop(self) -> None:
-        """Close stdin, grace, SIGTERM the group, grace, SIGKILL, reap. Call shielded."""
-        grace = self.spec.grace_s
-        assert self.proc.stdin is not None
-        with contextlib.suppress(trio.ClosedResourceError, trio.BrokenResourceError, OSError):
-            await self.proc.stdin.aclose()
-        if await self._until_gone(grace):
-            self.stopped_with = self.stopped_with or "exited"
-        else:
-            self.stopped_with = "SIGTERM"
-            self._signal_group(signal.SIGTERM)
-            if not await self._until_gone(grace):
-                self.stopped_with = "SIGKILL"
-                self._signal_group(signal.SIGKILL)
-                await self.proc.wait()
-                await self._until_gone(grace)
-        await end_marked(CALL_ENV_VAR, self.spec.marker, grace_s=grace)
-
-    async def _until_gone(self, seconds: float) -> bool:
-        """Whether the leader and every member of its group are gone within `seconds`."""
-        with trio.move_on_after(seconds):
-            await self.proc.wait()
-            # Polling: there is no event for "the last member of a process group died".
-            while self._group_alive():  # noqa: ASYNC110
-                await trio.sleep(_POLL_S)
-            return True
-        return False
-
-    def _group_alive(self) -> bool:
-        from rawtrio.tools.process_group import _live_member_in_proc
-
-        try:
-            os.killpg(self.proc.pid, 0)
-        except ProcessLookupError:
-            return False
-        except PermissionError:
-            return True
-        return _live_member_in_proc(self.proc.pid)
-
-    def _signal_group(self, sig: signal.Signals) -> None:
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, sig)
+        """Close stdin, grace, then the group's stop (shielded, bounded)."""
+        await self.group.stop(ask_first_s=self.spec.process.grace_s)
 
 
 @asynccontextmanager
@@ -214,48 +171,27 @@ async def open_stdio_transport(
 ]:
     """Start the server; yield (read stream, write stream, transport). OSError when the
     program cannot be started."""
-    WATCHDOG.ensure_started()
-    proc = await trio.lowlevel.open_process(
-        list(spec.argv),
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        cwd=spec.cwd,
-        env=dict(spec.env),
-        start_new_session=True,
-    )
-    # No checkpoint between the start and the `try`: a cancel cannot leak the process.
-    WATCHDOG.register(proc.pid)
-    transport = StdioTransport(proc, spec, log)
-    read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
-    # A small buffer towards the server: a `notifications/cancelled` sent when a turn is
-    # cancelled is accepted at once even while a large request is still being written to a
-    # server that reads slowly (the SDK would otherwise wait up to 5 s for the write).
-    write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](_WRITE_BUFFER)
-    try:
-        async with trio.open_nursery() as nursery:
-            nursery.start_soon(transport.read_stdout, read_send)
-            nursery.start_soon(transport.read_stderr)
-            nursery.start_soon(transport.write_stdin, write_recv)
-            nursery.start_soon(transport.watch_exit, read_send)
-            try:
-                yield read_recv, write_send, transport
-            finally:
-                with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
-                    cleanup.shield = True
+    async with open_process_group(spec.process) as group:
+        transport = StdioTransport(group, spec, log)
+        read_send, read_recv = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+        # A small buffer towards the server: a `notifications/cancelled` sent when a turn is
+        # cancelled is accepted at once even while a large request is still being written
+        # to a server that reads slowly (the SDK would otherwise wait up to 5 s for the
+        # write).
+        write_send, write_recv = anyio.create_memory_object_stream[SessionMessage](_WRITE_BUFFER)
+        try:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(transport.read_stdout, read_send)
+                nursery.start_soon(transport.read_stderr)
+                nursery.start_soon(transport.write_stdin, write_recv)
+                nursery.start_soon(transport.watch_exit, read_send)
+                try:
+                    yield read_recv, write_send, transport
+                finally:
                     await transport.stop()
-                nursery.cancel_scope.cancel(reason="MCP server stopped")
-    finally:
-        with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
-            cleanup.shield = True
-            if proc.returncode is None:  # only when a reader failed before the stop ran
-                transport._signal_group(signal.SIGKILL)
-                await proc.wait()
-            for stream in (read_send, read_recv, write_send, write_recv):
-                await stream.aclose()
-            for pipe in (proc.stdin, proc.stdout, proc.stderr):
-                if pipe is not None:
-                    with contextlib.suppress(trio.ClosedResourceError, OSError):
-                        await pipe.aclose()
-        if proc.returncode is not None and not transport._group_alive():
-            WATCHDOG.unregister(proc.pid)
+                    nursery.cancel_scope.cancel(reason="MCP server stopped")
+        finally:
+            with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
+                cleanup.shield = True
+                for stream in (read_send, read_recv, write_send, write_recv):
+                    await stream.aclose()

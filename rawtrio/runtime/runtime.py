@@ -19,6 +19,8 @@ from rawtrio.contracts import CLEANUP_DEADLINE_S, DEFAULT_RETENTION_DAYS
 from rawtrio.errors import RawtrioError
 from rawtrio.events import Event
 from rawtrio.groups import collapse_group
+from rawtrio.processes.subreaper import become_child_subreaper
+from rawtrio.processes.watchdog import guard_processes
 from rawtrio.providers.base import Provider, ProviderSettings
 from rawtrio.runtime.prompt import system_prompt
 from rawtrio.runtime.session import PENDING_NOTE_KEY, Session, SessionOptions
@@ -26,8 +28,6 @@ from rawtrio.skills import changed_skills, skill_fingerprints
 from rawtrio.store.base import ExportFormat, SearchHit, SessionRecord, SessionStore
 from rawtrio.tools.base import Tool
 from rawtrio.tools.registry import ToolRegistry
-from rawtrio.tools.subreaper import become_child_subreaper
-from rawtrio.tools.watchdog import guard_processes
 
 log = logging.getLogger(__name__)
 #: Session state key of the skills' fingerprints when the session last ran.
@@ -229,7 +229,7 @@ async def open_runtime(
     become_child_subreaper()
     with collapse_group():
         # A watchdog ends this process's children should it die; leftovers of dead ones
-        # in the same state directory are swept now (rawtrio/tools/watchdog.py).
+        # in the same state directory are swept now (rawtrio/processes/watchdog.py).
         db_path = getattr(store, "path", None)
         async with guard_processes(db_path), trio.open_nursery() as nursery:
             runtime = Runtime(nursery, store, provider_factory, registry_factory)

@@ -25,8 +25,8 @@ from typing import BinaryIO, Final, Literal, Protocol
 
 import trio
 
+from rawtrio.processes import ProcessResult, ProcessWatch, run_in_process_group
 from rawtrio.tools.file_io import SNIFF_BYTES, FileToolError, atomic_write, is_binary
-from rawtrio.tools.process_group import ProcessResult, ProcessWatch, run_in_process_group
 
 #: Lines longer than this many bytes are cut in what `read_lines` returns (never in the hash).
 MAX_LINE_BYTES: Final = 2000

@@ -29,9 +29,13 @@ from typing import Final
 import trio
 
 from rawtrio.contracts import CLEANUP_DEADLINE_S
+from rawtrio.processes import (
+    ProcessResult,
+    ProcessWatch,
+    end_session_processes,
+    run_in_process_group,
+)
 from rawtrio.tools.base import ToolSettings
-from rawtrio.tools.process_group import ProcessResult, ProcessWatch, run_in_process_group
-from rawtrio.tools.subreaper import end_session_processes
 
 #: At most this many jobs run at once per session.
 MAX_JOBS: Final = 16

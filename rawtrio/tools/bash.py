@@ -2,8 +2,8 @@
 
 The command runs with `bash -c` (`/bin/sh -c` where bash is missing) in its own process
 group, with no terminal and stdin from /dev/null; output is streamed live to the context
-and the model gets its head and tail within the output cap. See `process_group` for how
-the group is stopped on timeout and cancel.
+and the model gets its head and tail within the output cap. See `rawtrio.processes.group`
+for how the group is stopped on timeout and cancel.
 
 On cancellation the handler reports through `ctx.report_cancelled` what it knows — how
 long the command ran, how it was stopped, its exit status and the partial output — and
@@ -21,10 +21,10 @@ import trio
 
 from rawtrio.contracts import CLEANUP_DEADLINE_S, ToolStatus
 from rawtrio.frozen import freeze
+from rawtrio.processes import EndedBy, ProcessResult, ProcessWatch
 from rawtrio.redaction import Redactor, StreamRedactor
 from rawtrio.tools.background import Job
 from rawtrio.tools.base import Tool, ToolContext, ToolOutput, ToolSettings
-from rawtrio.tools.process_group import EndedBy, ProcessResult, ProcessWatch
 
 #: The longest timeout the model may ask for.
 MAX_TIMEOUT_S: Final = 3600.0

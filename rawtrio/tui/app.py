@@ -35,6 +35,14 @@ import urwid
 from rawtrio import events as ev
 from rawtrio.errors import RawtrioError
 from rawtrio.permissions.approval import ApprovalDecision
+from rawtrio.runtime.view import (
+    ApprovalView,
+    PermissionView,
+    ToolCallView,
+    ToolPhase,
+    TurnEndView,
+    UserView,
+)
 from rawtrio.tui.blocks import Transcript
 from rawtrio.tui.editor import History, PromptEdit
 from rawtrio.tui.permission import PermissionPrompt
@@ -166,7 +174,7 @@ class ChatApp:
         self.cancelling = False
         self.last_idle_ctrl_c = -DOUBLE_CTRL_C_S * 10
         self.prompt: PermissionPrompt | None = None
-        self.pending_permissions: list[ev.PermissionRequested] = []
+        self.pending_permissions: list[PermissionView] = []
         self.in_paste = False
         self.exit_code = 0
         self.exit_requested = trio.Event()
@@ -306,27 +314,33 @@ class ChatApp:
     # --- events ------------------------------------------------------------------------
 
     def on_event(self, e: ev.Event, *, replay: bool) -> None:
-        self.transcript.apply(e)
-        if isinstance(e, ev.Usage):
+        if isinstance(e, ev.Usage):  # the status bar's, not the transcript's
             self.usage.add(e)
-        elif isinstance(e, ev.UserMessageCommitted) and not replay:
-            self.turn_started = time.monotonic()
-            self.activity.set()
-        elif isinstance(e, ev.PermissionRequested) and not replay:
-            self.pending_permissions.append(e)
-            self._next_prompt()
-        elif isinstance(e, ev.PermissionAnswered):
-            self.pending_permissions = [
-                p for p in self.pending_permissions if p.request_id != e.request_id
-            ]
-            if self.prompt is not None and self.prompt.request.request_id == e.request_id:
-                self._close_prompt()
+        for change in self.transcript.apply(e):
+            item = change.item
+            if isinstance(item, UserView) and not replay:
+                self.turn_started = time.monotonic()
+                self.activity.set()
+            elif (
+                isinstance(item, ToolCallView)
+                and item.permission is not None
+                and change.entered(ToolPhase.AWAITING_APPROVAL)
+                and not replay
+            ):
+                self.pending_permissions.append(item.permission)
                 self._next_prompt()
-        elif isinstance(e, ev.TurnEnded) and not replay:
-            self._turn_ended(e)
+            elif isinstance(item, ApprovalView):
+                self.pending_permissions = [
+                    p for p in self.pending_permissions if p.request_id != item.request_id
+                ]
+                if self.prompt is not None and self.prompt.request.request_id == item.request_id:
+                    self._close_prompt()
+                    self._next_prompt()
+            elif isinstance(item, TurnEndView) and not replay:
+                self._turn_ended(item)
         self.refresh_status()
 
-    def _turn_ended(self, e: ev.TurnEnded) -> None:
+    def _turn_ended(self, e: TurnEndView) -> None:
         self.turn_started = None
         was_cancelling, self.cancelling = self.cancelling, False
         self.pending_permissions.clear()

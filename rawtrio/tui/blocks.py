@@ -1,7 +1,10 @@
 """The transcript: one widget per thing the user sees, built from session events.
 
 `Transcript.apply(event)` is the only way in, for live events and for the display history
-of a resumed session alike, so a resumed chat looks as it did. The widgets sit in a
+of a resumed session alike, so a resumed chat looks as it did. It folds the event into the
+session's transcript view (`rawtrio.runtime.view`) and redraws the blocks of the items that
+changed; the lifecycle of a tool call (announced, awaiting approval, running, finished) is
+the view's, a `ToolBlock` only draws it. The widgets sit in a
 `urwid.ListBox` over a list walker: only the rows on screen are rendered, so a history of
 thousands of messages scrolls as fast as a short one. A block that changes (streamed text,
 a tool's elapsed time) is rendered again only while it is on screen.
@@ -25,7 +28,24 @@ import urwid
 
 from rawtrio import events as ev
 from rawtrio.contracts import ToolStatus
-from rawtrio.frozen import thaw
+from rawtrio.runtime.view import (
+    ApprovalView,
+    Change,
+    ChangeKind,
+    CompactionView,
+    HookView,
+    MessageView,
+    ModeView,
+    NoticeView,
+    PlanEntry,
+    PlanView,
+    ThinkingView,
+    ToolCallView,
+    ToolPhase,
+    TranscriptView,
+    TurnEndView,
+    UserView,
+)
 from rawtrio.tui import markdown
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -209,8 +229,8 @@ class ThinkingBlock(Block):
         self.details = details
         super().__init__()
 
-    def append(self, text: str) -> None:
-        self.text += text
+    def show(self, text: str) -> None:
+        self.text = text
         self.changed()
 
     def markup(self) -> list[markdown.Markup]:
@@ -229,64 +249,68 @@ class DetailsToggle:
 
 
 class ToolBlock(Block):
-    def __init__(self, call_id: str, name: str, details: DetailsToggle) -> None:
-        self.call_id = call_id
-        self.name = name
+    """One tool call, drawn from its view (`ToolCallView`)."""
+
+    def __init__(self, view: ToolCallView, details: DetailsToggle) -> None:
+        self.view = view
         self.details = details
         #: This call's own choice (Enter on the selected call); None: follow Ctrl-O.
         self.expanded: bool | None = None
         #: The call is selected (its line highlighted).
         self.selected = False
-        self.arguments: Mapping[str, Any] = {}
-        self.started_at: float | None = None
-        self.ended_at: float | None = None
-        self.status: ToolStatus | None = None
-        self.denied_by: str | None = None
-        self.output = ""
-        self.content = ""
-        self.waiting_approval = False
         self.spin = 0
         super().__init__()
 
     @property
+    def call_id(self) -> str:
+        return self.view.call_id
+
+    @property
+    def name(self) -> str:
+        return self.view.name
+
+    @property
     def running(self) -> bool:
-        return self.status is None
+        return self.view.phase is not ToolPhase.FINISHED
 
     @property
     def shows_details(self) -> bool:
         return self.details.on if self.expanded is None else self.expanded
 
+    def show(self, view: ToolCallView) -> None:
+        self.view = view
+        self.changed()
+
     def elapsed(self, now: float | None = None) -> float | None:
-        if self.started_at is None:
-            return None
-        end = self.ended_at if self.ended_at is not None else (now or time.time())
-        return max(0.0, end - self.started_at)
+        return self.view.elapsed(now or time.time())
 
     def tick(self) -> None:
         self.spin += 1
         self.changed()
 
     def markup(self) -> list[markdown.Markup]:
-        arg = key_argument(self.arguments)
+        view = self.view
+        arguments = view.arguments if isinstance(view.arguments, Mapping) else {}
+        arg = key_argument(arguments)
         head: list[markdown.Markup]
         elapsed = self.elapsed()
         took = f"  {elapsed:.1f}s" if elapsed is not None else ""
-        if self.status is None:
-            if self.waiting_approval:
+        if view.status is None:
+            if view.phase is ToolPhase.AWAITING_APPROVAL:
                 state = ("tool wait", "? awaiting approval")
-            elif self.started_at is None:
+            elif view.started_at is None:
                 state = ("tool run", SPINNER[self.spin % len(SPINNER)] + " preparing")
             else:
                 state = ("tool run", SPINNER[self.spin % len(SPINNER)] + " running")
-            head = [("tool name", f"{self.name}"), " ", ("tool arg", arg), "  ", state, took]
+            head = [("tool name", f"{view.name}"), " ", ("tool arg", arg), "  ", state, took]
         else:
-            mark, attr = _OUTCOME.get(self.status, ("?", "tool error"))
-            label = self.status.value
-            if self.status is ToolStatus.DENIED and self.denied_by:
-                label = f"denied by {self.denied_by}"
+            mark, attr = _OUTCOME.get(view.status, ("?", "tool error"))
+            label = view.status.value
+            if view.status is ToolStatus.DENIED and view.denied_by:
+                label = f"denied by {view.denied_by}"
             head = [
                 (attr, f"{mark} "),
-                ("tool name", self.name),
+                ("tool name", view.name),
                 " ",
                 ("tool arg", arg),
                 "  ",
@@ -297,11 +321,11 @@ class ToolBlock(Block):
             text = "".join(m if isinstance(m, str) else m[1] for m in head)
             head = [("tool selected", "▸ " + text)]
         if not self.shows_details:
-            last = self.output.rstrip().rsplit("\n", 1)[-1] if self.running else ""
+            last = view.output.rstrip().rsplit("\n", 1)[-1] if self.running else ""
             return [*head, "\n", ("dim", "  " + _one_line(last, 100))] if last.strip() else head
         body: list[markdown.Markup] = ["\n", ("dim", "  input: ")]
-        body.append(("dim", json.dumps(self.arguments, ensure_ascii=False, indent=None)))
-        shown = self.content or self.output
+        body.append(("dim", json.dumps(view.args, ensure_ascii=False, indent=None)))
+        shown = view.content or view.output
         if shown:
             lines = shown.rstrip("\n").splitlines()
             if len(lines) > DETAIL_LINES:
@@ -348,9 +372,11 @@ class Transcript:
         self.listbox = EndFollowingListBox(self.walker, lambda: self.follow)
         self.details = DetailsToggle()
         self.follow = True
-        self._assistant: dict[tuple[str | None, int], AssistantBlock] = {}
-        self._thinking: dict[tuple[str | None, int], ThinkingBlock] = {}
-        self.tools: dict[str, ToolBlock] = {}
+        #: The transcript as view states; the blocks draw its items.
+        self.view = TranscriptView()
+        self._assistant: dict[str, AssistantBlock] = {}  # by item key
+        self._thinking: dict[str, ThinkingBlock] = {}  # by item key
+        self.tools: dict[str, ToolBlock] = {}  # by call id
         #: The selected tool call (None: the prompt has the keys).
         self.selected: ToolBlock | None = None
         self._follow_before_select = True
@@ -374,6 +400,7 @@ class Transcript:
     def clear(self) -> None:
         self.selected = None
         self.walker.clear()
+        self.view = TranscriptView()
         self._assistant.clear()
         self._thinking.clear()
         self.tools.clear()
@@ -445,127 +472,100 @@ class Transcript:
         if self._follow_before_select:
             self.scroll_to_end()
 
-    def _tool(self, call_id: str, name: str) -> ToolBlock:
-        block = self.tools.get(call_id)
-        if block is None:
-            block = ToolBlock(call_id, name, self.details)
-            self.tools[call_id] = block
-            self.add(block)
-        return block
+    def apply(self, e: ev.Event) -> tuple[Change, ...]:
+        """Show one session event (live or from the display history); return what changed
+        in the view."""
+        changes = self.view.apply(e)
+        for change in changes:
+            self._draw(change)
+        return changes
 
-    def _text_block(self, turn_id: str | None, step: int) -> AssistantBlock:
-        key = (turn_id, step)
-        block = self._assistant.get(key)
-        if block is None:
-            block = AssistantBlock()
-            self._assistant[key] = block
-            self.add(block)
-        return block
-
-    def apply(self, e: ev.Event) -> None:
-        """Show one session event (live or from the display history)."""
-        if isinstance(e, ev.UserMessageCommitted):
-            self.add(UserBlock(e.text))
-        elif isinstance(e, ev.TextDelta):
-            self._text_block(e.turn_id, e.step).append(e.text)
-            self._changed_last()
-        elif isinstance(e, ev.ThinkingDelta):
-            key = (e.turn_id, e.step)
-            thinking = self._thinking.get(key)
+    def _draw(self, change: Change) -> None:
+        item = change.item
+        if isinstance(item, MessageView):
+            self._message(item, change.appended)
+        elif isinstance(item, ToolCallView):
+            self._tool(change, item)
+        elif isinstance(item, ThinkingView):
+            thinking = self._thinking.get(item.key)
             if thinking is None:
-                thinking = self._thinking[key] = ThinkingBlock(self.details)
+                thinking = self._thinking[item.key] = ThinkingBlock(self.details)
                 self.add(thinking)
-            thinking.append(e.text)
-        elif isinstance(e, ev.ToolCallAnnounced):
-            self._tool(e.call_id, e.name)
-        elif isinstance(e, ev.AssistantMessageCommitted):
-            key = (e.turn_id, e.step)
-            if e.text or key in self._assistant:
-                self._text_block(e.turn_id, e.step).finish(e.text)
-            for call_id, name, arguments in e.tool_calls:
-                tool = self._tool(call_id, name)
-                if isinstance(arguments, Mapping):
-                    tool.arguments = thaw(arguments)
-                tool.changed()
-        elif isinstance(e, ev.StreamInterrupted):
-            if e.partial_text or (e.turn_id, e.step) in self._assistant:
-                self._text_block(e.turn_id, e.step).finish(e.partial_text, cut=e.reason)
-            for block in self.running_tools():  # announced, never committed: they never ran
-                if block.started_at is None:
-                    if block is self.selected:
-                        self.selected = None
-                    self.walker.remove(block)
-                    del self.tools[block.call_id]
-        elif isinstance(e, ev.ToolCallStarted):
-            tool = self._tool(e.call_id, e.name)
-            tool.arguments = thaw(e.arguments) if isinstance(e.arguments, Mapping) else {}
-            tool.started_at = e.ts
-            tool.waiting_approval = False
-            tool.changed()
-        elif isinstance(e, ev.ToolOutputDelta):
-            tool = self.tools.get(e.call_id) or self._tool(e.call_id, "tool")
-            tool.output += e.text
-            tool.changed()
-        elif isinstance(e, ev.ToolCallFinished):
-            tool = self._tool(e.call_id, e.name)
-            tool.status = ToolStatus(e.status)
-            tool.denied_by = str(e.denied_by) if e.denied_by else None
-            tool.content = e.content
-            tool.ended_at = e.ts if tool.started_at is not None else None
-            tool.waiting_approval = False
-            tool.changed()
-        elif isinstance(e, ev.PermissionRequested):
-            tool = self._tool(e.call_id, e.tool_id)
-            if not tool.arguments and isinstance(e.arguments, Mapping):
-                tool.arguments = thaw(e.arguments)
-            tool.waiting_approval = True
-            tool.changed()
-        elif isinstance(e, ev.PermissionAnswered):
-            if e.call_id in self.tools:
-                self.tools[e.call_id].waiting_approval = False
-                self.tools[e.call_id].changed()
-            self.note(f"  permission: {e.decision.replace('_', ' ')}", "dim")
-        elif isinstance(e, ev.Notice):
-            attr = {"warning": "warning", "error": "error"}.get(e.level, "notice")
-            self.note(f"  {e.text}", attr)
-        elif isinstance(e, ev.HookRan):
-            self.note(f"  hook {e.hook} ({e.event}): {e.summary}", "dim")
-        elif isinstance(e, ev.PlanUpdated):
-            self.add(TextBlock(_plan_markup(thaw(e.items))))
-        elif isinstance(e, ev.TurnEnded):
-            self._turn_ended(e)
-        elif isinstance(e, ev.CompactionStarted):
-            self.note(f"  compacting the context ({e.reason}, {e.tokens_before} tokens)…", "dim")
-        elif isinstance(e, ev.CompactionEnded):
-            self.note(f"  compaction {e.outcome}: {e.tokens_before} → {e.tokens_after} tokens")
-        elif isinstance(e, ev.ModeChanged):
-            self.note(f"  permission mode: {e.mode}", "dim")
+            thinking.show(item.text)
+        elif isinstance(item, UserView):
+            self.add(UserBlock(item.text))
+        elif isinstance(item, ApprovalView):
+            self.note(f"  permission: {item.decision.replace('_', ' ')}", "dim")
+        elif isinstance(item, NoticeView):
+            attr = {"warning": "warning", "error": "error"}.get(item.level, "notice")
+            self.note(f"  {item.text}", attr)
+        elif isinstance(item, HookView):
+            self.note(f"  hook {item.hook} ({item.event}): {item.summary}", "dim")
+        elif isinstance(item, PlanView):
+            self.add(TextBlock(_plan_markup(item.entries)))
+        elif isinstance(item, TurnEndView):
+            self._turn_ended(item)
+        elif isinstance(item, CompactionView):
+            if item.outcome is None:
+                self.note(
+                    f"  compacting the context ({item.trigger}, {item.tokens_before} tokens)…",
+                    "dim",
+                )
+            else:
+                self.note(
+                    f"  compaction {item.outcome}: {item.tokens_before} → {item.tokens_after} "
+                    "tokens"
+                )
+        elif isinstance(item, ModeView):
+            self.note(f"  permission mode: {item.mode}", "dim")
+
+    def _message(self, item: MessageView, appended: str) -> None:
+        block = self._assistant.get(item.key)
+        if not item.final:  # streaming
+            if block is None:
+                block = self._assistant[item.key] = AssistantBlock()
+                self.add(block)
+            block.append(appended)
+            self._changed_last()
+            return
+        if block is None:
+            if not item.text:  # tool calls only, or cut before any text: nothing to show
+                return
+            block = self._assistant[item.key] = AssistantBlock()
+            self.add(block)
+        block.finish(item.text, cut=item.cut)
+
+    def _tool(self, change: Change, item: ToolCallView) -> None:
+        block = self.tools.get(item.call_id)
+        if change.kind is ChangeKind.REMOVED:
+            # Announced by a stream that was cut: never committed, so it never ran.
+            if block is not None:
+                if block is self.selected:
+                    self.selected = None
+                self.walker.remove(block)
+                del self.tools[item.call_id]
+        elif block is None:
+            block = self.tools[item.call_id] = ToolBlock(item, self.details)
+            self.add(block)
+        else:
+            block.show(item)
 
     def _changed_last(self) -> None:
         if self.follow and self.walker:
             self.listbox.set_focus(len(self.walker) - 1)
             self.listbox.set_focus_valign("bottom")
 
-    def _turn_ended(self, e: ev.TurnEnded) -> None:
-        for key, block in list(self._assistant.items()):
-            if key[0] == e.turn_id and not block.final:
-                block.finish()
-        for tool in self.running_tools():
-            tool.status = ToolStatus.CANCELLED
-            tool.ended_at = e.ts if tool.started_at is not None else None
-            tool.changed()
-        outcome = str(e.outcome)
+    def _turn_ended(self, end: TurnEndView) -> None:
+        outcome = str(end.outcome)
         if outcome == "completed":
             return
         attr = "tool cancelled" if outcome in ("cancelled", "interrupted") else "error"
-        self.note(f"── turn {outcome}: {e.reason} ──", attr)
+        self.note(f"── turn {outcome}: {end.reason} ──", attr)
 
 
-def _plan_markup(items: Any) -> list[markdown.Markup]:
+def _plan_markup(entries: tuple[PlanEntry, ...]) -> list[markdown.Markup]:
     out: list[markdown.Markup] = [("dim", "plan:")]
     marks = {"completed": "☑", "in_progress": "▶", "pending": "☐"}
-    for item in items if isinstance(items, list) else []:
-        if isinstance(item, dict):
-            status = str(item.get("status", "pending"))
-            out += ["\n", ("dim", f"  {marks.get(status, '☐')} {item.get('content', '')}")]
+    for entry in entries:
+        out += ["\n", ("dim", f"  {marks.get(entry.status, '☐')} {entry.content}")]
     return out

@@ -16,9 +16,9 @@ from typing import Any
 
 import urwid
 
-from rawtrio import events as ev
 from rawtrio.frozen import thaw
 from rawtrio.permissions.approval import AlwaysScope, ApprovalDecision
+from rawtrio.runtime.view import PermissionView
 from rawtrio.tui.blocks import diff_markup
 from rawtrio.tui.markdown import Markup
 
@@ -58,9 +58,7 @@ def call_preview(tool_id: str, arguments: Mapping[str, Any]) -> list[Markup]:
 
 
 class PermissionPrompt(urwid.WidgetWrap[urwid.LineBox[urwid.Widget]]):
-    def __init__(
-        self, request: ev.PermissionRequested, answer: Callable[[ApprovalDecision], None]
-    ) -> None:
+    def __init__(self, request: PermissionView, answer: Callable[[ApprovalDecision], None]) -> None:
         self.request = request
         self._answer = answer
         self.selected = 0

@@ -33,6 +33,8 @@ import trio
 
 from rawtrio import events as ev
 from rawtrio.contracts import TurnOutcome
+from rawtrio.processes.subreaper import process_state
+from rawtrio.processes.watchdog import WATCHDOG
 from rawtrio.providers.base import ProviderSettings
 from rawtrio.runtime.runtime import Runtime, open_runtime
 from rawtrio.runtime.session import SessionOptions
@@ -166,22 +168,13 @@ async def one_cancel(runtime: Runtime, server: FakeModelServer, cwd: Path, promp
     return Sample(t_event - t0, t_done - t0, alive_at_event, zombies)
 
 
-def _stat(pid: str) -> tuple[str, int, int] | None:
-    """(state, ppid, pgrp) of a process from /proc, None if it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    return fields[0].decode(), int(fields[1]), int(fields[2])
-
-
 def tool_group(parent: int) -> int:
-    """The process group of the tool: the child of `parent` that leads its own group."""
+    """The process group of the tool: the child of `parent` that leads its own group (and
+    is not rawtrio's watchdog, which does too)."""
+    watchdog = WATCHDOG.proc.pid if WATCHDOG.proc is not None else None
     for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            stat = _stat(entry)
+        if entry.isdigit() and int(entry) != watchdog:
+            stat = process_state(int(entry))
             if stat is not None and stat[1] == parent and stat[2] == int(entry):
                 return int(entry)
     raise RuntimeError("no tool process group found among this process's children")
@@ -199,7 +192,7 @@ def group_state(pgid: int) -> tuple[bool, int]:
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
-        stat = _stat(entry)
+        stat = process_state(int(entry))
         if stat is None or stat[2] != pgid:
             continue
         state, ppid, _ = stat

@@ -15,8 +15,8 @@ import trio
 
 from rawtrio.contracts import ToolStatus, TurnOutcome
 from rawtrio.messages import AssistantMessage, Message, TextPart, ToolCall, ToolResult, UserMessage
+from rawtrio.processes.subreaper import SESSION_ENV_VAR
 from rawtrio.store import codec
-from rawtrio.tools.subreaper import SESSION_ENV_VAR
 from stress.crash import CrashOptions, format_report, phase_of, run_crash, wait_for_orphans
 from stress.crash_checks import CrashObservation, DbSnapshot, check_crash
 

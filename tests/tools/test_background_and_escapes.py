@@ -12,16 +12,16 @@ import trio
 
 from rawtrio.contracts import ToolStatus
 from rawtrio.frozen import freeze
-from rawtrio.tools.background import open_background_jobs
-from rawtrio.tools.background_tools import bash_output_tool, bash_stop_tool
-from rawtrio.tools.base import ToolContext, ToolOutput
-from rawtrio.tools.bash import bash_tool
-from rawtrio.tools.subreaper import (
+from rawtrio.processes.subreaper import (
     SESSION_ENV_VAR,
     become_child_subreaper,
     end_session_processes,
     marked_processes,
 )
+from rawtrio.tools.background import open_background_jobs
+from rawtrio.tools.background_tools import bash_output_tool, bash_stop_tool
+from rawtrio.tools.base import ToolContext, ToolOutput
+from rawtrio.tools.bash import bash_tool
 from tests.tools.conftest import FAST, MakeCtx, until
 
 LIVENESS_S = 20

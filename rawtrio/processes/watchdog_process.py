@@ -1,6 +1,6 @@
 """The watchdog process that ends what a dead rawtrio left running. Standard library only.
 
-rawtrio starts it lazily (see `rawtrio.tools.watchdog`) as
+rawtrio starts it lazily (see `rawtrio.processes.watchdog`) as
 
     python -I -S watchdog_process.py RAWTRIO_RUNTIME=<marker> <grace_s> <rawtrio's pid>
 

@@ -18,18 +18,18 @@ import psutil
 import pytest
 import trio
 
-from rawtrio.runtime.runtime import open_runtime
-from rawtrio.store.memory import MemoryStore
-from rawtrio.store.sqlite import SqliteStore
-from rawtrio.tools import watchdog_process
-from rawtrio.tools.process_group import run_in_process_group
-from rawtrio.tools.watchdog import (
+from rawtrio.processes import watchdog_process
+from rawtrio.processes.group import run_in_process_group
+from rawtrio.processes.watchdog import (
     RECORDS_DIR,
     RUNTIME_ENV_VAR,
     WATCHDOG,
     runtime_marker,
     write_record,
 )
+from rawtrio.runtime.runtime import open_runtime
+from rawtrio.store.memory import MemoryStore
+from rawtrio.store.sqlite import SqliteStore
 from tests.tools.conftest import until
 
 LIVENESS_S = 20

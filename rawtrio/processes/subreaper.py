@@ -30,6 +30,8 @@ from typing import Final
 
 import trio
 
+from rawtrio.processes.watchdog_process import is_running, marked_pids, stat_fields
+
 SESSION_ENV_VAR: Final = "RAWTRIO_SESSION"
 CALL_ENV_VAR: Final = "RAWTRIO_CALL"
 
@@ -59,43 +61,19 @@ def is_child_subreaper() -> bool:
 
 def marked_processes(var: str, value: str) -> list[int]:
     """Live (non-zombie) processes, other than this one, whose environment has var=value."""
-    needle = f"{var}={value}".encode()
-    me = os.getpid()
-    found: list[int] = []
-    try:
-        entries = os.listdir("/proc")
-    except OSError:
-        return found
-    for entry in entries:
-        if not entry.isdigit() or int(entry) == me:
-            continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                environ = f.read()
-        except OSError:
-            continue  # gone, or not ours to read
-        if needle in environ.split(b"\0") and is_alive(int(entry)):
-            found.append(int(entry))
-    return found
+    return marked_pids(var.encode(), (value.encode(),))
 
 
 def process_state(pid: int) -> tuple[str, int, int] | None:
     """(state letter, parent pid, process group) from /proc, or None when it is gone."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
-        return None
-    # "pid (comm) state ppid ..." — comm may contain spaces and parentheses.
-    fields = stat[stat.rfind(b")") + 2 :].split()
-    if len(fields) < 3:
+    fields = stat_fields(pid)
+    if fields is None or len(fields) < 3:
         return None
     return fields[0].decode(), int(fields[1]), int(fields[2])
 
 
 def is_alive(pid: int) -> bool:
-    state = process_state(pid)
-    return state is not None and state[0] not in ("Z", "X")
+    return is_running(pid)
 
 
 def signal_pids(pids: Iterable[int], sig: signal.Signals) -> None:

@@ -8,15 +8,15 @@ import psutil
 import pytest
 import trio
 
-from rawtrio.tools.bounded_output import BoundedOutput
-from rawtrio.tools.process_group import (
+from rawtrio.processes import (
     SESSION_ENV_VAR,
     EndedBy,
     ProcessResult,
     ProcessWatch,
     run_in_process_group,
 )
-from rawtrio.tools.subreaper import marked_processes
+from rawtrio.processes.bounded_output import BoundedOutput
+from rawtrio.processes.subreaper import marked_processes
 
 GRACE = 0.2
 #: Liveness bound for any single test (far above the real budget).

@@ -1,6 +1,6 @@
 """No process rawtrio started outlives it: the runtime's watchdog and the sweep at start.
 
-A session ends its processes itself (see `process_group`); that cannot help when rawtrio is
+A session ends its processes itself (see `group.py`); that cannot help when rawtrio is
 killed outright. Two mechanisms cover that case:
 
 - **The watchdog** (`watchdog_process.py`), one small process per rawtrio process, started
@@ -21,7 +21,7 @@ killed outright. Two mechanisms cover that case:
   a runtime recorded elsewhere, are never touched. This catches what the watchdog could
   not (the watchdog killed together with rawtrio, a whole container frozen and restored).
 
-Every child gets `RAWTRIO_RUNTIME=<marker>` through `process_group.child_environment`,
+Every child gets `RAWTRIO_RUNTIME=<marker>` through `environment.child_environment`,
 next to the session and call markers. The same limits as for escaped descendants apply: a
 process that clears its environment and leaves its process group cannot be found.
 """
@@ -42,8 +42,8 @@ from typing import Final
 import trio
 
 from rawtrio.private_files import open_private
-from rawtrio.tools import watchdog_process
-from rawtrio.tools.watchdog_process import end_all, environ_values, start_time
+from rawtrio.processes import watchdog_process
+from rawtrio.processes.watchdog_process import end_all, environ_values, start_time
 
 log = logging.getLogger(__name__)
 

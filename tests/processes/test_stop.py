@@ -1,0 +1,90 @@
+"""The package's public API: what a spec refuses, and the one stop as MCP and hooks use it.
+
+Real processes throughout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import trio
+
+from rawtrio.processes import (
+    CALL_ENV_VAR,
+    BoundedOutput,
+    PipeReader,
+    ProcessSpec,
+    child_environment,
+    new_call_marker,
+    open_process_group,
+)
+from tests.processes.test_group import LIVENESS_S, gone
+
+GRACE = 0.2
+
+
+def spec_for(script: str, cwd: Path, **kwargs: object) -> ProcessSpec:
+    marker = new_call_marker()
+    env = child_environment(None, session_id="sess-stop", call_marker=marker)
+    return ProcessSpec(("bash", "-c", script), cwd, env, marker, GRACE, **kwargs)  # type: ignore[arg-type]
+
+
+def test_a_spec_whose_environment_lacks_its_call_marker_is_refused(tmp_path: Path) -> None:
+    env = child_environment(None, session_id="s", call_marker="other")
+    with pytest.raises(ValueError, match=f"{CALL_ENV_VAR}='mine'"):
+        ProcessSpec(("true",), tmp_path, env, "mine")
+
+
+def test_a_spec_without_a_program_is_refused(tmp_path: Path) -> None:
+    env = child_environment(None, session_id="s", call_marker="m")
+    with pytest.raises(ValueError, match="argv is empty"):
+        ProcessSpec((), tmp_path, env, "m")
+
+
+def test_a_spec_with_a_negative_grace_period_is_refused(tmp_path: Path) -> None:
+    env = child_environment(None, session_id="s", call_marker="m")
+    with pytest.raises(ValueError, match="grace_s must be >= 0"):
+        ProcessSpec(("true",), tmp_path, env, "m", -1.0)
+
+
+async def test_a_program_that_exits_when_stdin_closes_is_asked_not_signalled(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(LIVENESS_S):
+        async with open_process_group(spec_for("exec cat", tmp_path, stdin="pipe")) as group:
+            await group.stop(ask_first_s=LIVENESS_S)
+    assert (group.proc.returncode, group.sigterm_sent, group.killed) == (0, False, False)
+
+
+async def test_stop_ends_a_descendant_that_left_the_group(tmp_path: Path) -> None:
+    # The escapee prints its pid; the leader (cat) exits on its own once stdin closes.
+    script = "setsid bash -c 'echo $$; exec sleep 60' & exec cat"
+    printed = trio.Event()
+    out = BoundedOutput(1000)
+
+    def on_text(text: str) -> None:
+        if "\n" in out.text():
+            printed.set()
+
+    with trio.fail_after(LIVENESS_S):
+        async with open_process_group(spec_for(script, tmp_path, stdin="pipe")) as group:
+            reader = PipeReader(group.stdout, out, on_text)
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(reader.read)
+                await printed.wait()
+                nursery.cancel_scope.cancel(reason="the escapee's pid was read")
+            escapee = int(out.text().split()[0])
+            assert not gone(escapee)
+            await group.stop([reader], ask_first_s=LIVENESS_S)
+    assert group.proc.returncode == 0  # the leader was asked, and went
+    assert group.sigterm_sent  # the escapee had to be told
+    assert gone(escapee)
+
+
+async def test_leaving_the_block_stops_what_the_block_did_not(tmp_path: Path) -> None:
+    with trio.fail_after(LIVENESS_S):
+        async with open_process_group(spec_for("trap '' TERM; exec sleep 60", tmp_path)) as group:
+            pass
+    assert group.stop_attempted
+    assert group.sigterm_sent
+    assert gone(group.pid)
