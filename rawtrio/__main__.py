@@ -1,3 +1,3 @@
-from rawtrio.entry import main
+from rawtrio.cli.entry import main
 
 main()

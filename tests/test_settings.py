@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from rawtrio.app.options import prepare_session
 from rawtrio.errors import ConfigError, NoCredentials
 from rawtrio.hooks import HookEvent
 from rawtrio.permissions.rules import Effect, PermissionMode
-from rawtrio.settings import prepare_session
 
 CONFIG = """
 default_agent = "coder"

@@ -58,8 +58,7 @@ from rawtrio.errors import (
     UsageError,
 )
 from rawtrio.permissions.rules import PermissionMode
-from rawtrio.runtime.runtime import Runtime
-from rawtrio.runtime.session import Session, SessionOptions
+from rawtrio.runtime import Runtime, Session, SessionOptions
 
 log = logging.getLogger(__name__)
 

@@ -14,19 +14,22 @@ session (running turns are cancelled and recorded) and exit 0.
 from __future__ import annotations
 
 import argparse
-import copy
 import json
 import logging
 import math
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
-from rawtrio.cli import SignalLatch, add_session_flags
+from rawtrio.cli.flags import add_session_flags
+from rawtrio.cli.signals import SignalLatch, stopped_by_signal
 from rawtrio.contracts import ExitCode
+
+if TYPE_CHECKING:
+    from rawtrio.app import App
 
 log = logging.getLogger("rawtrio.acp")
 
@@ -119,21 +122,18 @@ def main(argv: list[str], latch: SignalLatch | None = None) -> int:
     from rawtrio.errors import RawtrioError, exit_code_for
 
     try:
-        return trio.run(run, args, out_fd)
+        return trio.run(run, args, out_fd, latch or SignalLatch())
     except RawtrioError as exc:  # the store could not be opened, …
         print(f"rawtrio: {exc}", file=sys.stderr)
         return exit_code_for(exc)
 
 
-def session_options(args: argparse.Namespace) -> Any:
+def session_options(app: App) -> Any:
     """The options factory: configuration for the client's `cwd` (and its MCP servers)."""
     from rawtrio.acp.mcp import mcp_servers_from_acp
-    from rawtrio.settings import prepare_session
 
     async def options_for(cwd: Path, servers: list[Any]) -> Any:
-        ns = copy.copy(args)
-        ns.cwd = str(cwd)
-        setup = await prepare_session(ns, headless=False)
+        setup = await app.options_for(cwd=cwd)
         for notice in setup.notices:
             log.warning("%s", notice)
         return mcp_servers_from_acp(setup.options, servers)
@@ -141,25 +141,22 @@ def session_options(args: argparse.Namespace) -> Any:
     return options_for
 
 
-async def run(args: argparse.Namespace, out_fd: int | None) -> int:
+async def run(args: argparse.Namespace, out_fd: int | None, latch: SignalLatch) -> int:
     from rawtrio.acp.agent import open_acp_agent, serve_peer
     from rawtrio.acp.editor_files import EditorRouter
     from rawtrio.acp.jsonrpc import Peer
-    from rawtrio.runtime.runtime import open_runtime
-    from rawtrio.store.paths import default_db_path, state_dir
-    from rawtrio.store.sqlite import SqliteStore
+    from rawtrio.app import open_app
+    from rawtrio.store.paths import state_dir
 
     router = EditorRouter()
     async with (
-        SqliteStore(default_db_path()) as store,
-        open_runtime(store, registry_factory=router.registry) as runtime,
+        open_app(args, configure=False, registry_factory=router.registry) as app,
         open_acp_agent(
-            runtime, session_options(args), permission_timeout_s=args.permission_timeout
+            app.runtime, session_options(app), permission_timeout_s=args.permission_timeout
         ) as agent,
-        trio.open_nursery() as nursery,
+        stopped_by_signal(latch, _log_signal) as nursery,
     ):
         router.agent = agent
-        nursery.start_soon(_stop_on_signal, nursery.cancel_scope)
         if out_fd is None:
             from rawtrio.acp import ws
 
@@ -197,9 +194,5 @@ async def run(args: argparse.Namespace, out_fd: int | None) -> int:
     return ExitCode.COMPLETED
 
 
-async def _stop_on_signal(scope: trio.CancelScope) -> None:
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async for signum in signals:
-            log.warning("received %s: closing every session", signal.Signals(signum).name)
-            scope.cancel(reason=f"received {signal.Signals(signum).name}")
-            return
+def _log_signal(sig: signal.Signals) -> None:
+    log.warning("received %s: closing every session", sig.name)

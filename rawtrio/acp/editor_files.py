@@ -26,12 +26,21 @@ import trio
 
 from rawtrio.acp.editor_terminal import EditorTerminal, ask_editor
 from rawtrio.acp.jsonrpc import Peer
-from rawtrio.runtime.runtime import default_registry
-from rawtrio.runtime.session import SessionOptions
-from rawtrio.tools.backend import LOCAL, Backend, FileInfo, LineWindow, fill_window
-from rawtrio.tools.base import Handler, Tool, ToolContext, ToolOutput
-from rawtrio.tools.file_io import FileToolError
-from rawtrio.tools.registry import ToolRegistry
+from rawtrio.runtime import (
+    LOCAL,
+    Backend,
+    FileInfo,
+    FileToolError,
+    Handler,
+    LineWindow,
+    SessionOptions,
+    Tool,
+    ToolContext,
+    ToolOutput,
+    ToolRegistry,
+    default_registry,
+    fill_window,
+)
 
 if TYPE_CHECKING:
     from rawtrio.acp.agent import AcpAgent

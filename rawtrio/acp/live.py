@@ -34,7 +34,7 @@ from rawtrio.contracts import TurnOutcome
 from rawtrio.frozen import thaw
 from rawtrio.groups import collapse_group
 from rawtrio.permissions.approval import ApprovalDecision, ApprovalError
-from rawtrio.runtime.session import Session
+from rawtrio.runtime import Session
 
 log = logging.getLogger(__name__)
 

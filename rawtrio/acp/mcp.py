@@ -16,7 +16,7 @@ from pydantic import ValidationError
 
 from rawtrio.acp.params import invalid
 from rawtrio.config.schema import McpServerConfig, ValueRef
-from rawtrio.runtime.session import SessionOptions
+from rawtrio.runtime import SessionOptions
 
 
 def _pairs(server: dict[str, Any], key: str, where: str) -> dict[str, ValueRef]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, Final
 
 from rawtrio.permissions.rules import PermissionMode
-from rawtrio.runtime.session import Session
+from rawtrio.runtime import Session
 
 MODES: Final = (
     (PermissionMode.DEFAULT, "Default", "Ask before calls the rules do not allow"),

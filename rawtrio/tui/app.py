@@ -48,12 +48,11 @@ from rawtrio.tui.editor import History, PromptEdit
 from rawtrio.tui.permission import PermissionPrompt
 
 if TYPE_CHECKING:
-    from rawtrio.runtime.runtime import Runtime
-    from rawtrio.runtime.session import Session, SessionOptions
+    from rawtrio.runtime import Runtime, Session, SessionOptions
 
 log = logging.getLogger(__name__)
 #: A second Ctrl-C at an idle prompt within this many seconds leaves (as in the line chat;
-#: not imported from `rawtrio.repl`, which would load the runtime before the first frame).
+#: not imported from `rawtrio.cli.repl`, which would load the runtime before the first frame).
 DOUBLE_CTRL_C_S = 2.0
 #: Keys inside a bracketed paste that stand for characters.
 PASTED = {"enter": "\n", "tab": "\t", "ctrl j": "\n"}

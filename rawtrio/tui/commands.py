@@ -15,9 +15,9 @@ from typing import TYPE_CHECKING, Any
 import trio
 import urwid
 
+from rawtrio.app.choice import resolve_id
 from rawtrio.errors import RawtrioError, TurnInProgress, UsageError
 from rawtrio.permissions.rules import PermissionMode
-from rawtrio.sessions_cli import resolve_id
 
 if TYPE_CHECKING:
     from rawtrio.store.base import SessionRecord

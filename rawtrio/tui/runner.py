@@ -23,7 +23,6 @@ import contextlib
 import logging
 import signal
 import sys
-import tempfile
 import termios
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -39,7 +38,7 @@ from rawtrio.store.paths import state_dir
 from rawtrio.tui.app import PALETTE, TICK_S, ChatApp, ChatSetup
 
 if TYPE_CHECKING:
-    from rawtrio.cli import SignalLatch
+    from rawtrio.cli.signals import SignalLatch
 
 LOG_NAME = "tui.log"
 HISTORY_NAME = "tui_history.jsonl"
@@ -57,10 +56,8 @@ class AppResult:
 
 
 def main(args: argparse.Namespace, latch: SignalLatch | None = None) -> int:
-    if latch is not None and latch.received:  # Ctrl-C before anything was on screen
-        from rawtrio.cli import SIGNAL_EXIT
-
-        return SIGNAL_EXIT[latch.received[0]]
+    if latch is not None and latch.exit_code is not None:  # Ctrl-C before the screen
+        return latch.exit_code
     if not (sys.stdin.isatty() and sys.stdout.isatty()):  # `--demo` without a terminal
         print("rawtrio: the full-screen chat needs a terminal (stdin and stdout)", file=sys.stderr)
         return ExitCode.USAGE
@@ -142,34 +139,28 @@ def _chat_boot(args: argparse.Namespace) -> Boot:
         # The runtime's modules (config, store, tools) load in a worker thread: the screen
         # is drawn and takes keys meanwhile.
         await trio.to_thread.run_sync(_import_runtime)
-        from rawtrio.runtime.runtime import open_runtime
-        from rawtrio.sessions_cli import Choice, start_session
-        from rawtrio.settings import prepare_session
-        from rawtrio.store.paths import default_db_path
-        from rawtrio.store.sqlite import SqliteStore
+        from rawtrio.app import Choice, open_app
 
         choice = Choice.from_args(args)
-        try:
-            setup = await prepare_session(args, headless=False)
-        except NoCredentials as exc:
-            app.show_guide(guide(str(exc)), ["/demo"])
-            return
+        async with contextlib.AsyncExitStack() as stack:
+            try:
+                opened = await stack.enter_async_context(open_app(args))
+            except NoCredentials as exc:
+                app.show_guide(guide(str(exc)), ["/demo"])
+                return
 
-        async def options_for_agent(name: str) -> tuple[Any, str]:
-            other = argparse.Namespace(**vars(args))
-            other.agent = name
-            found = await prepare_session(other, headless=False)
-            return found.options, found.agent
+            async def options_for_agent(name: str) -> tuple[Any, str]:
+                found = await opened.options_for(agent=name)
+                return found.options, found.agent
 
-        async with SqliteStore(default_db_path()) as store, open_runtime(store) as runtime:
             app.configure(
-                runtime,
-                setup.options,
-                setup.agent,
-                banner=[("warning", f"rawtrio: {n}") for n in setup.notices],
+                opened.runtime,
+                opened.options,
+                opened.agent,
+                banner=[("warning", f"rawtrio: {n}") for n in opened.notices],
                 options_for_agent=options_for_agent,
             )
-            session = await start_session(runtime, choice, setup.options)
+            session = await opened.start_session(choice)
             await app.attach(session, created=choice.new, show_history=not choice.new)
             await app.closed.wait()
 
@@ -177,41 +168,31 @@ def _chat_boot(args: argparse.Namespace) -> Boot:
 
 
 def _import_runtime() -> None:
-    import rawtrio.runtime.runtime
-    import rawtrio.sessions_cli
-    import rawtrio.settings
-    import rawtrio.store.sqlite
+    import rawtrio.app
     import rawtrio.tui.commands  # noqa: F401
 
 
 async def _demo_boot(app: ChatApp) -> None:
     """The demo: the fake model server, a scratch project and a store of its own."""
     await trio.to_thread.run_sync(_import_runtime)
-    from rawtrio.runtime.runtime import open_runtime
-    from rawtrio.store.sqlite import SqliteStore
-    from rawtrio.testing.fake_model import Scenario, open_fake_model_server
-    from rawtrio.tui.demo import PROMPTS, SCENARIO, demo_options, prepare_scratch
+    from rawtrio.app import open_app
+    from rawtrio.app.demo import PROMPTS
 
     app.resumable = False  # the demo's sessions go away with its directory
-    with tempfile.TemporaryDirectory(prefix="rawtrio-demo-") as tmp:
-        cwd = await trio.to_thread.run_sync(prepare_scratch, Path(tmp))
-        async with (
-            open_fake_model_server(Scenario.from_dict(SCENARIO)) as server,
-            SqliteStore(Path(tmp) / "demo.db") as store,
-            open_runtime(store, retention_days=0) as runtime,
-        ):
-            options = demo_options(server.base_url, cwd)
-            banner: list[Any] = [
-                ("md h", "rawtrio demo — offline, against the built-in fake model"),
-                ("dim", f"working in a scratch directory: {cwd}"),
-                ("guide", "Each suggested prompt is pre-filled: press Enter to send it."),
-            ]
-            banner += [f"  {n}. {p!r} — {shows}" for n, (p, shows) in enumerate(PROMPTS, 1)]
-            banner.append(("dim", "Ctrl-C twice leaves the demo; nothing it did is kept."))
-            app.configure(runtime, options, "demo", banner=banner, script=[p for p, _ in PROMPTS])
-            session = await runtime.create_session(options)
-            await app.attach(session, created=False, show_history=False)
-            await app.closed.wait()
+    async with open_app(demo=True) as demo:
+        banner: list[Any] = [
+            ("md h", "rawtrio demo — offline, against the built-in fake model"),
+            ("dim", f"working in a scratch directory: {demo.options.cwd}"),
+            ("guide", "Each suggested prompt is pre-filled: press Enter to send it."),
+        ]
+        banner += [f"  {n}. {p!r} — {shows}" for n, (p, shows) in enumerate(PROMPTS, 1)]
+        banner.append(("dim", "Ctrl-C twice leaves the demo; nothing it did is kept."))
+        app.configure(
+            demo.runtime, demo.options, demo.agent, banner=banner, script=[p for p, _ in PROMPTS]
+        )
+        session = await demo.runtime.create_session(demo.options)
+        await app.attach(session, created=False, show_history=False)
+        await app.closed.wait()
 
 
 async def run_app(boot: Boot, *, history: Path | None) -> AppResult:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from rawtrio.cli import run
+from rawtrio.cli.main import run
 from rawtrio.config.schema import RawtrioConfig
 from tests.mcp.conftest import SERVER
 
@@ -125,7 +125,7 @@ async def test_the_agents_servers_reach_the_session_options(
 
     import trio
 
-    from rawtrio.settings import prepare_session
+    from rawtrio.app.options import prepare_session
 
     monkeypatch.setenv("ANTHROPIC_API_KEY", "test-key-value")
     await trio.Path(env).write_text(

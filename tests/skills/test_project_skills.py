@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from rawtrio.cli import build_parser
-from rawtrio.settings import prepare_session
+from rawtrio.app.options import prepare_session
+from rawtrio.cli.main import build_parser
 from rawtrio.skills import discover_skills
 
 SKILL = "---\nname: {name}\ndescription: does {name}\n---\nBody of {name}.\n"

@@ -18,6 +18,6 @@ def main() -> None:
         sys.stdout.write(f"rawtrio {__version__}\n")
         sys.stdout.flush()
         os._exit(0)
-    from rawtrio.cli import main as cli_main
+    from rawtrio.cli.main import main as cli_main
 
     cli_main()

@@ -5,7 +5,7 @@ own groups) cancel the turn through the same path as every other front end: the 
 records its results and outcome, children are reaped, and the exit code says which
 signal it was (130, 143). A signal before the turn exists (say, while the prompt is read
 from stdin) ends the run quietly with the same code; further signals while cancelling
-are noted and change nothing (cleanup is bounded anyway). See `rawtrio.cli.SignalLatch`
+are noted and change nothing (cleanup is bounded anyway). See `rawtrio.cli.signals`
 for how the process's handlers and trio's signal receiver share the work.
 
 Output goes to stdout (`text`, `json` or `stream-json`); a turn that did not complete
@@ -17,8 +17,8 @@ tool and why), and every notice (warnings, retries; `json` prints the warnings t
 Text that is not Unicode (a lone surrogate in a model's reply) is written as U+FFFD in
 every format, and a prompt that is not valid UTF-8 is refused before anything starts.
 
-The session is stored (`SqliteStore` in the state directory): a new one, or the one
-`--continue` / `--resume ID` name, copied first with `--fork` (`rawtrio.sessions_cli`).
+The session is stored (in the state directory, `rawtrio.app.open_app`): a new one, or the one
+`--continue` / `--resume ID` name, copied first with `--fork` (`rawtrio.cli.sessions`).
 `json` output carries its `session_id` so a script can `--resume` it. A session another
 process has open exits 5 before any turn starts; an unknown id exits 2.
 """
@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
 from collections.abc import AsyncIterator
 from typing import TextIO
@@ -35,21 +34,17 @@ from typing import TextIO
 import trio
 
 from rawtrio import events as ev
-from rawtrio.cli import Interrupted, SignalLatch
+from rawtrio.app import Choice, open_app
+from rawtrio.cli.sessions import fail
+from rawtrio.cli.signals import SIGNAL_EXIT, Interrupted, SignalLatch
 from rawtrio.contracts import ExitCode, ToolStatus, TurnOutcome
 from rawtrio.errors import (
     RawtrioError,
     UsageError,
 )
 from rawtrio.groups import collapse_group
-from rawtrio.runtime.runtime import open_runtime
-from rawtrio.runtime.session import Session
-from rawtrio.runtime.subscribers import Subscription
+from rawtrio.runtime import Session, Subscription
 from rawtrio.runtime.view import MessageView, NoticeView, ToolCallView, ToolPhase, TranscriptView
-from rawtrio.sessions_cli import Choice, fail, start_session
-from rawtrio.settings import prepare_session
-from rawtrio.store.paths import default_db_path
-from rawtrio.store.sqlite import SqliteStore
 from rawtrio.unicode_safety import (
     describe_undecodable,
     replace_lone_surrogates,
@@ -62,7 +57,6 @@ OUTCOME_EXIT = {
     TurnOutcome.MAX_STEPS: ExitCode.MAX_STEPS,
     TurnOutcome.ERROR: ExitCode.ERROR,
 }
-SIGNAL_EXIT = {signal.SIGINT: ExitCode.SIGINT, signal.SIGTERM: ExitCode.SIGTERM}
 
 
 def main(args: argparse.Namespace, latch: SignalLatch | None = None) -> int:
@@ -106,19 +100,12 @@ async def run(
     output_format: str,
     latch: SignalLatch,
 ) -> int:
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+    with trio.open_signal_receiver(*SIGNAL_EXIT) as signals:
         if latch.received:  # arrived between the prompt and the receiver: no turn yet
             return SIGNAL_EXIT[latch.received[0]]
         try:
-            setup = await prepare_session(args, headless=True)
-        except RawtrioError as exc:
-            return fail(exc)
-        for notice in setup.notices:
-            print(f"rawtrio: {notice}", file=sys.stderr)
-        options = setup.options
-        try:
-            async with SqliteStore(default_db_path()) as store, open_runtime(store) as runtime:
-                session = await start_session(runtime, choice, options)
+            async with open_app(args, headless=True, notify=_say_notice) as app:
+                session = await app.start_session(choice)
                 ended = await _run_turn(session, prompt, output_format, signals, latch)
         except RawtrioError as exc:
             return fail(exc)
@@ -147,13 +134,17 @@ async def _run_turn(
                 nursery.cancel_scope.cancel(reason="turn finished")
 
 
+def _say_notice(notice: str) -> None:
+    print(f"rawtrio: {notice}", file=sys.stderr)
+
+
 def _report(ended: ev.TurnEnded, latch: SignalLatch) -> int:
     """Say on stderr why a turn did not complete; return the exit code for its outcome."""
     if ended.outcome is TurnOutcome.COMPLETED:
         return ExitCode.COMPLETED
     if ended.outcome is TurnOutcome.CANCELLED:
         print(f"rawtrio: cancelled ({ended.reason})", file=sys.stderr)
-        return SIGNAL_EXIT[latch.received[0]] if latch.received else ExitCode.SIGINT
+        return latch.exit_code or ExitCode.SIGINT
     label = "error" if ended.outcome is TurnOutcome.ERROR else "stopped"
     print(f"rawtrio: {label}: {ended.reason}", file=sys.stderr)
     return OUTCOME_EXIT[ended.outcome]
@@ -174,8 +165,7 @@ async def _cancel_on_signal(
     signals: AsyncIterator[int], session: Session, latch: SignalLatch
 ) -> None:
     async for signum in signals:
-        sig = signal.Signals(signum)
-        latch.received.append(sig)
+        sig = latch.note(signum)
         if len(latch.received) == 1:
             session.cancel(f"received {sig.name}")
 

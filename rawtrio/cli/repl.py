@@ -7,7 +7,7 @@ Text a terminal cannot take (a lone surrogate in a model's reply) is written as 
 `?`, never raised (`rawtrio.unicode_safety`).
 Input is read from stdin without a thread, so nothing blocks cancellation.
 
-The chat is stored like every session (`SqliteStore` in the state directory) and can be
+The chat is stored like every session (in the state directory, `rawtrio.app.open_app`) and can be
 picked up again with `--continue` or `--resume ID` (optionally `--fork`ed), here or with
 `rawtrio -p`; a resumed chat starts by showing its last turns. A new chat left without a
 single message is deleted on the way out, so it never becomes what `--continue` finds.
@@ -25,7 +25,9 @@ from typing import TextIO
 import trio
 
 from rawtrio import events as ev
-from rawtrio.cli import Interrupted, SignalLatch
+from rawtrio.app import Choice, open_app
+from rawtrio.cli.sessions import fail, render_history
+from rawtrio.cli.signals import Interrupted, SignalLatch
 from rawtrio.context.accounting import describe as describe_usage
 from rawtrio.contracts import ExitCode
 from rawtrio.errors import (
@@ -33,8 +35,7 @@ from rawtrio.errors import (
     UsageError,
 )
 from rawtrio.permissions.approval import AlwaysScope, ApprovalDecision
-from rawtrio.runtime.runtime import Runtime, open_runtime
-from rawtrio.runtime.session import Session
+from rawtrio.runtime import Runtime, Session
 from rawtrio.runtime.view import (
     ApprovalView,
     Change,
@@ -46,10 +47,6 @@ from rawtrio.runtime.view import (
     TranscriptView,
     TurnEndView,
 )
-from rawtrio.sessions_cli import Choice, fail, render_history, start_session
-from rawtrio.settings import prepare_session
-from rawtrio.store.paths import default_db_path
-from rawtrio.store.sqlite import SqliteStore
 from rawtrio.unicode_safety import replace_lone_surrogates, replace_unwritable
 
 DOUBLE_CTRL_C_S = 2.0
@@ -73,21 +70,18 @@ def main(args: argparse.Namespace, latch: SignalLatch | None = None) -> int:
 
 async def run(args: argparse.Namespace, choice: Choice) -> int:
     try:
-        setup = await prepare_session(args, headless=False)
-    except RawtrioError as exc:
-        return fail(exc)
-    for notice in setup.notices:
-        print(f"rawtrio: {notice}", file=sys.stderr)
-    options = setup.options
-    try:
-        async with SqliteStore(default_db_path()) as store, open_runtime(store) as runtime:
-            session = await start_session(runtime, choice, options)
+        async with open_app(args, notify=_say_notice) as app:
+            session = await app.start_session(choice)
             exit_code = await _chat(session, resumed=not choice.new)
             await session.close("leaving the chat")
-            await _forget_if_empty(runtime, session.id, created=choice.new)
+            await _forget_if_empty(app.runtime, session.id, created=choice.new)
     except RawtrioError as exc:
         return fail(exc)
     return exit_code
+
+
+def _say_notice(notice: str) -> None:
+    print(f"rawtrio: {notice}", file=sys.stderr)
 
 
 async def _forget_if_empty(runtime: Runtime, session_id: str, *, created: bool) -> None:

@@ -1,15 +1,13 @@
 """Command-line entry point. Imports nothing heavy before the arguments are parsed.
 
-`rawtrio sessions …` is recognised by its first word and handed to `rawtrio.sessions_cli`
+`rawtrio sessions …` is recognised by its first word and handed to `rawtrio.cli.sessions`
 (its own parser) before anything else is built; everything else is the chat, or a
 headless run with `-p`, each in a new session or the one `--continue` / `--resume`
 (`--fork`) names.
 
 The process's signal disposition is decided here, before anything heavy is imported, and
-holds until the process ends (`SignalLatch`): SIGINT and SIGTERM never surface as a
-`KeyboardInterrupt` traceback or as death by signal. Before a turn exists they end the
-run quietly with their exit code; while a turn runs the front end cancels it through the
-session (`rawtrio.headless`); after it, they are noted and the process leaves anyway.
+holds until the process ends (`rawtrio.cli.signals`): SIGINT and SIGTERM never surface as a
+`KeyboardInterrupt` traceback or as death by signal.
 
 The program leaves with `os._exit` once its output is flushed: tearing down the
 interpreter after the provider SDKs were imported costs most of a second, which would
@@ -24,69 +22,12 @@ import argparse
 import contextlib
 import logging
 import os
-import signal
 import sys
-from collections.abc import Iterator
-from types import FrameType
 from typing import NoReturn
 
 from rawtrio import __version__
-
-PROVIDERS = ("anthropic", "openai-chat", "openai-responses")
-#: The exit code of a run ended by each signal (docs/contracts.md).
-SIGNAL_EXIT = {signal.SIGINT: 130, signal.SIGTERM: 143}
-
-
-class Interrupted(Exception):
-    """SIGINT or SIGTERM arrived before there was a turn to cancel."""
-
-    def __init__(self, signum: int) -> None:
-        self.signum = signal.Signals(signum)
-        super().__init__(f"received {self.signum.name}")
-
-    @property
-    def exit_code(self) -> int:
-        return SIGNAL_EXIT[self.signum]
-
-
-class SignalLatch:
-    """Python-level handlers for SIGINT and SIGTERM that record every signal.
-
-    While `raising()` is active the handler also raises `Interrupted` (blocking reads such
-    as a prompt from stdin are then interrupted). Outside it the handler only records, so
-    it is safe while trio runs: trio installs its own handlers while a signal receiver is
-    open and, when it closes, redelivers pending signals here, where they are noted and
-    do nothing else.
-    """
-
-    def __init__(self) -> None:
-        self.received: list[signal.Signals] = []
-        self._raising = False
-
-    def _handle(self, signum: int, frame: FrameType | None) -> None:
-        self.received.append(signal.Signals(signum))
-        if self._raising:
-            self._raising = False  # one Interrupted; later signals are only noted
-            raise Interrupted(signum)
-
-    @contextlib.contextmanager
-    def installed(self) -> Iterator[SignalLatch]:
-        previous = {s: signal.signal(s, self._handle) for s in SIGNAL_EXIT}
-        try:
-            yield self
-        finally:
-            for s, handler in previous.items():
-                signal.signal(s, handler)
-
-    @contextlib.contextmanager
-    def raising(self) -> Iterator[None]:
-        if self.received:  # arrived while nothing would have raised
-            raise Interrupted(self.received[0])
-        self._raising = True
-        try:
-            yield
-        finally:
-            self._raising = False
+from rawtrio.cli.flags import add_session_flags
+from rawtrio.cli.signals import Interrupted, SignalLatch
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -152,37 +93,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def add_session_flags(p: argparse.ArgumentParser) -> None:
-    """The flags that choose a session's model, agent and limits (every front end)."""
-    p.add_argument(
-        "--provider",
-        choices=PROVIDERS,
-        help="wire format of the model endpoint (env RAWTRIO_PROVIDER; default anthropic)",
-    )
-    p.add_argument("--model", help="model id (env RAWTRIO_MODEL)")
-    p.add_argument(
-        "--base-url",
-        help="endpoint base URL (env ANTHROPIC_BASE_URL / OPENAI_BASE_URL are read by the SDKs)",
-    )
-    p.add_argument(
-        "--max-steps", type=int, metavar="N", help="model requests per turn (default 50)"
-    )
-    p.add_argument(
-        "--sigterm-grace",
-        type=float,
-        metavar="SECONDS",
-        help="grace between SIGTERM and SIGKILL for tool processes (default 2)",
-    )
-    p.add_argument("--config", metavar="PATH", help="user config file (env RAWTRIO_CONFIG)")
-    p.add_argument("--agent", help="agent from the config to use (env RAWTRIO_AGENT)")
-    p.add_argument(
-        "--mode",
-        dest="permission_mode",
-        choices=("default", "accept-edits", "plan", "bypass"),
-        help="permission mode (env RAWTRIO_PERMISSION_MODE; default from the agent)",
-    )
-
-
 def run(argv: list[str] | None = None, latch: SignalLatch | None = None) -> int:
     """Parse `argv` and run the front end it asks for; return the exit code."""
     argv = sys.argv[1:] if argv is None else argv
@@ -194,18 +104,18 @@ def run(argv: list[str] | None = None, latch: SignalLatch | None = None) -> int:
     if argv[:1] == ["sessions"]:  # `rawtrio sessions …` has a parser of its own
         try:
             with latch.raising():
-                from rawtrio.sessions_cli import main as sessions_main
+                from rawtrio.cli.sessions import main as sessions_main
         except Interrupted as exc:
             return exc.exit_code
         return sessions_main(argv[1:], latch)
     if argv[:1] == ["config"]:  # `rawtrio config check|init`
-        from rawtrio.config_cli import main as config_main
+        from rawtrio.cli.config import main as config_main
 
         return config_main(argv[1:])
     if argv[:1] == ["mcp"]:  # `rawtrio mcp list|test|import` (docs/mcp.md)
-        from rawtrio.mcp_cli import main as mcp_main
+        from rawtrio.cli.mcp import main as mcp_main
 
-        return mcp_main(argv[1:])
+        return mcp_main(argv[1:], latch)
     if argv[:1] == ["acp"]:  # `rawtrio acp [--ws]`: the Agent Client Protocol (docs/acp.md)
         from rawtrio.acp.cli import main as acp_main
 
@@ -221,11 +131,11 @@ def run(argv: list[str] | None = None, latch: SignalLatch | None = None) -> int:
     try:
         with latch.raising():
             if args.prompt is not None:
-                from rawtrio.headless import main as front_end
+                from rawtrio.cli.headless import main as front_end
             elif not args.demo and (args.plain or not (sys.stdin.isatty() and sys.stdout.isatty())):
-                from rawtrio.repl import main as front_end
+                from rawtrio.cli.repl import main as front_end
             else:
-                from rawtrio.tui import main as front_end
+                from rawtrio.tui.runner import main as front_end
     except Interrupted as exc:
         return exc.exit_code
     return front_end(args, latch)

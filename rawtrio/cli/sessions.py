@@ -1,15 +1,9 @@
-"""Stored sessions from the command line: which session a run works in, and `rawtrio sessions`.
+"""`rawtrio sessions`: the stored sessions from the command line.
 
-Two jobs, both about finding sessions in the durable store by what the user typed:
-
-- `start_session` gives the chat and `rawtrio -p` their session: a new one, the latest of
-  the working directory (`--continue`), a given one (`--resume ID`), or a new copy of
-  either (`--fork`, via `Runtime.fork_session`; the source is left as it was). Opening an
-  existing session takes its writer lease — `SessionLocked` while another process has it
-  open — and repairs what a killed writer left (the runtime does both).
-- `main` runs the `sessions` subcommands: `list`, `show`, `search`, `export`, `rm`,
-  `rename`. Reading needs no lease, so `list`, `show`, `search` and `export` work while
-  a session runs elsewhere; `rm` and `rename` write, so they need it.
+`main` runs the subcommands: `list`, `show`, `search`, `export`, `rm`, `rename`. Reading
+needs no lease, so `list`, `show`, `search` and `export` work while a session runs
+elsewhere; `rm` and `rename` write, so they need it. Which session a run works in
+(`--continue`, `--resume`, `--fork`) is the application's (`rawtrio.app.choice`).
 
 An id may be given as a unique prefix of at least `MIN_PREFIX` characters, as with git.
 Exit codes follow docs/contracts.md: 0 done, 1 the store failed, 2 usage (an unknown or
@@ -21,21 +15,21 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 import trio
 
 from rawtrio import events as ev
+from rawtrio.app import open_app
+from rawtrio.app.choice import resolve_id
+from rawtrio.cli.signals import SignalLatch, stopped_by_signal
 from rawtrio.contracts import ExitCode
-from rawtrio.errors import RawtrioError, SessionLocked, UnknownSession, UsageError, exit_code_for
+from rawtrio.errors import RawtrioError, SessionLocked, UsageError, exit_code_for
 from rawtrio.frozen import thaw
-from rawtrio.runtime.runtime import open_runtime
 from rawtrio.runtime.view import (
     ApprovalView,
     Change,
@@ -49,83 +43,12 @@ from rawtrio.runtime.view import (
 )
 from rawtrio.store.base import SessionRecord
 from rawtrio.store.paths import default_db_path
-from rawtrio.store.sqlite import SqliteStore
 
 if TYPE_CHECKING:
-    from rawtrio.cli import SignalLatch
-    from rawtrio.runtime.runtime import Runtime
-    from rawtrio.runtime.session import Session, SessionOptions
+    from rawtrio.runtime import Runtime
 
-MIN_PREFIX = 4
 #: Lines of a tool result that `show` prints; the rest is counted, not shown.
 RESULT_LINES = 6
-SIGNAL_EXIT = {signal.SIGINT: ExitCode.SIGINT, signal.SIGTERM: ExitCode.SIGTERM}
-
-
-# --- which session a run works in ---------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class Choice:
-    """The session flags of a run (`--continue`, `--resume ID`, `--fork`, `--cwd`)."""
-
-    continue_: bool = False
-    resume: str | None = None
-    fork: bool = False
-    #: `--cwd` was given (it then has to agree with a resumed session's directory).
-    explicit_cwd: bool = False
-
-    @classmethod
-    def from_args(cls, args: argparse.Namespace) -> Choice:
-        return cls(args.continue_, args.resume, args.fork, args.cwd is not None)
-
-    @property
-    def new(self) -> bool:
-        return not (self.continue_ or self.resume)
-
-
-async def start_session(runtime: Runtime, choice: Choice, options: SessionOptions) -> Session:
-    """The live session the run works in. Raises `UsageError`, `UnknownSession`,
-    `SessionLocked` (another process has it open) or a store error."""
-    if choice.new:
-        return await runtime.create_session(options)
-    if choice.continue_:
-        latest = await runtime.list_sessions(cwd=str(options.cwd))
-        if not latest:
-            raise UsageError(
-                f"--continue: no stored session in {options.cwd} (start one without --continue)"
-            )
-        source = latest[0]
-    else:
-        assert choice.resume is not None
-        source = await runtime.get_session(await resolve_id(runtime, choice.resume))
-    cwd = Path(source.cwd)
-    if choice.explicit_cwd and cwd != options.cwd:
-        raise UsageError(
-            f"--cwd: session {source.id} works in {cwd}; leave out --cwd to resume it there"
-        )
-    if not await trio.Path(cwd).is_dir():
-        raise UsageError(f"session {source.id} works in {cwd}, which is no longer a directory")
-    # A resumed session keeps its directory (its system prompt was made for it); provider,
-    # model and limits are this run's.
-    options = dataclasses.replace(options, cwd=cwd)
-    session_id = await runtime.fork_session(source.id) if choice.fork else source.id
-    return await runtime.open_session(session_id, options)
-
-
-async def resolve_id(runtime: Runtime, text: str) -> str:
-    """The id `text` names: itself, or the one stored id it is a prefix of."""
-    try:
-        return (await runtime.get_session(text)).id
-    except UnknownSession:
-        if len(text) < MIN_PREFIX:
-            raise
-    found = [r.id for r in await runtime.list_sessions() if r.id.startswith(text)]
-    if len(found) > 1:
-        raise UsageError(f"{text!r} is the start of {len(found)} session ids; give more of it")
-    if not found:
-        raise UnknownSession(text)
-    return found[0]
 
 
 # --- rendering ------------------------------------------------------------------------------
@@ -238,37 +161,25 @@ def main(argv: list[str], latch: SignalLatch | None = None) -> int:
     if args.command == "rename" and not args.title.strip():
         print("rawtrio: sessions rename: the title is empty", file=sys.stderr)
         return ExitCode.USAGE
-    if latch is not None and latch.received:
-        return SIGNAL_EXIT[latch.received[0]]
-    return trio.run(_run, args)
+    latch = latch or SignalLatch()
+    if latch.exit_code is not None:
+        return latch.exit_code
+    return trio.run(_run, args, latch)
 
 
-async def _run(args: argparse.Namespace) -> int:
+async def _run(args: argparse.Namespace, latch: SignalLatch) -> int:
     """Run the command; SIGINT or SIGTERM stops it (a write under way still completes)."""
-    code: list[int] = []
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with trio.open_nursery() as nursery:
-
-            async def stop_on_signal(signals: AsyncIterator[int]) -> None:
-                async for signum in signals:
-                    code.append(SIGNAL_EXIT[signal.Signals(signum)])
-                    nursery.cancel_scope.cancel(reason=f"received {signal.Signals(signum).name}")
-                    return
-
-            nursery.start_soon(stop_on_signal, signals)
-            code.append(await _command(args))
-            nursery.cancel_scope.cancel(reason="command done")
-    return code[0]
+    code: int = ExitCode.ERROR
+    async with stopped_by_signal(latch):
+        code = await _command(args)
+    return latch.exit_code or code
 
 
 async def _command(args: argparse.Namespace) -> int:
     """The command with its errors turned into messages and exit codes."""
     try:
-        async with (
-            SqliteStore(default_db_path()) as store,
-            open_runtime(store, retention_days=0) as runtime,
-        ):
-            return await COMMANDS[args.command](runtime, args, sys.stdout)
+        async with open_app(configure=False, retention=False) as app:
+            return await COMMANDS[args.command](app.runtime, args, sys.stdout)
     except RawtrioError as exc:
         return fail(exc)
     except OSError as exc:

@@ -19,6 +19,7 @@ import tomllib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rawtrio.cli.signals import SignalLatch, stopped_by_signal
 from rawtrio.contracts import ExitCode
 from rawtrio.private_files import write_private
 
@@ -47,8 +48,9 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], latch: SignalLatch | None = None) -> int:
     args = build_parser().parse_args(argv)
+    latch = latch or SignalLatch()
     from rawtrio.errors import ConfigError
 
     try:
@@ -57,7 +59,7 @@ def main(argv: list[str]) -> int:
         resolved = _resolve(args)
         if args.action == "list":
             return _list(resolved)
-        return _test(resolved, args.name)
+        return _test(resolved, args.name, latch)
     except ConfigError as exc:
         print(f"rawtrio: {exc}", file=sys.stderr)
         return ExitCode.USAGE
@@ -111,7 +113,7 @@ def _list(resolved: ResolvedAgent) -> int:
     return ExitCode.COMPLETED
 
 
-def _test(resolved: ResolvedAgent, name: str) -> int:
+def _test(resolved: ResolvedAgent, name: str, latch: SignalLatch) -> int:
     import trio
 
     servers = resolved.loaded.config.mcp_servers
@@ -119,11 +121,12 @@ def _test(resolved: ResolvedAgent, name: str) -> int:
         known = ", ".join(servers) or "none configured"
         print(f"rawtrio: no MCP server {name!r} (known: {known})", file=sys.stderr)
         return ExitCode.USAGE
-    return trio.run(_run_test, resolved, name, servers[name])
+    return trio.run(_run_test, resolved, name, servers[name], latch)
 
 
-async def _run_test(resolved: ResolvedAgent, name: str, server: McpServerConfig) -> int:
-    import signal
+async def _run_test(
+    resolved: ResolvedAgent, name: str, server: McpServerConfig, latch: SignalLatch
+) -> int:
     import uuid
 
     import trio
@@ -144,31 +147,21 @@ async def _run_test(resolved: ResolvedAgent, name: str, server: McpServerConfig)
     conn = McpConnection(name, server, settings)
     code: int = ExitCode.COMPLETED
     started = trio.current_time()
-    async with trio.open_nursery() as nursery:
-        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-
-            async def on_signal() -> None:
-                async for signum in signals:
-                    nonlocal code
-                    code = ExitCode.SIGINT if signum == signal.SIGINT else ExitCode.SIGTERM
-                    nursery.cancel_scope.cancel(reason="signal")
-
-            nursery.start_soon(on_signal)
+    async with stopped_by_signal(latch) as nursery:
+        try:
+            await conn.ensure_ready(nursery)
+        except McpServerError as exc:
+            print(f"rawtrio: {exc}", file=sys.stderr)
+            code = ExitCode.ERROR
+        else:
+            cache = catalog.mcp_cache_dir(os.environ)
+            catalog.save_cached(cache, name, server, conn.tools or [])
             try:
-                await conn.ensure_ready(nursery)
-            except McpServerError as exc:
-                print(f"rawtrio: {exc}", file=sys.stderr)
+                _print_ready(name, server, conn, trio.current_time() - started, resolved.tools)
+            except BrokenPipeError:  # `rawtrio mcp test NAME | head`
                 code = ExitCode.ERROR
-            else:
-                cache = catalog.mcp_cache_dir(os.environ)
-                catalog.save_cached(cache, name, server, conn.tools or [])
-                try:
-                    _print_ready(name, server, conn, trio.current_time() - started, resolved.tools)
-                except BrokenPipeError:  # `rawtrio mcp test NAME | head`
-                    code = ExitCode.ERROR
-            await conn.stop(final=True)
-            nursery.cancel_scope.cancel(reason="test done")
-    return code
+        await conn.stop(final=True)
+    return latch.exit_code or code
 
 
 def _print_ready(

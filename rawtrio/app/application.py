@@ -1,0 +1,145 @@
+"""The one composition root: command-line overrides + configuration + environment → an open
+application (options, store, runtime). Every front end opens it the same way —
+`async with open_app(args, ...) as app` — and depends only on `App`'s interface
+(docs/contracts.md, "The application: open_app"), never on how it was built: a later
+`open_app` may attach to a running host instead of opening a store and a runtime here.
+
+Nothing else in rawtrio (outside `rawtrio/store/`) constructs a store; no front end builds a
+runtime, a provider or a tool, or reads the configuration itself.
+
+Ownership: the store, the runtime's nursery and, for the demo, the fake model server all
+live inside `open_app`'s block; leaving it closes every live session (each records its
+turn, bounded), then the runtime, then the store — the order of the `async with` below.
+Errors of the configuration (`ConfigError`, `UsageError`, `NoCredentials`) are raised
+before anything is opened.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import tempfile
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import trio
+
+from rawtrio.app.choice import Choice, resolve_id, start_session
+from rawtrio.app.options import SessionSetup, prepare_session
+from rawtrio.contracts import DEFAULT_RETENTION_DAYS
+from rawtrio.runtime.runtime import RegistryFactory, Runtime, default_registry, open_runtime
+from rawtrio.runtime.session import Session, SessionOptions
+from rawtrio.store.paths import default_db_path
+from rawtrio.store.sqlite import SqliteStore
+
+
+@dataclass
+class App:
+    """An open application: what a front end may use (docs/contracts.md)."""
+
+    #: The session operations (create, open, fork, list, get, events, rename, delete,
+    #: export, search).
+    runtime: Runtime
+    #: The run's resolved options; None when opened with `configure=False`.
+    setup: SessionSetup | None
+    _overrides: argparse.Namespace
+    _headless: bool
+
+    @property
+    def options(self) -> SessionOptions:
+        return self._setup().options
+
+    @property
+    def agent(self) -> str:
+        return self._setup().agent
+
+    @property
+    def notices(self) -> tuple[str, ...]:
+        """What to tell the user about the configuration (one line each)."""
+        return self.setup.notices if self.setup is not None else ()
+
+    async def start_session(self, choice: Choice) -> Session:
+        """The live session `choice` names (`--continue`, `--resume`, `--fork`, or new).
+        Raises `UsageError`, `UnknownSession`, `SessionLocked` or a store error."""
+        return await start_session(self.runtime, choice, self.options)
+
+    async def resolve_id(self, text: str) -> str:
+        """The session id `text` names: itself, or the one stored id it is a prefix of."""
+        return await resolve_id(self.runtime, text)
+
+    async def options_for(
+        self, *, cwd: Path | None = None, agent: str | None = None
+    ) -> SessionSetup:
+        """The options for another working directory or agent, from the same overrides,
+        configuration and environment (`ConfigError`, `NoCredentials` as at open)."""
+        overrides = copy.copy(self._overrides)
+        if cwd is not None:
+            overrides.cwd = str(cwd)
+        if agent is not None:
+            overrides.agent = agent
+        return await prepare_session(overrides, headless=self._headless)
+
+    def _setup(self) -> SessionSetup:
+        if self.setup is None:
+            raise RuntimeError("the application was opened without configuration")
+        return self.setup
+
+
+@contextlib.asynccontextmanager
+async def open_app(
+    overrides: argparse.Namespace | None = None,
+    *,
+    headless: bool = False,
+    configure: bool = True,
+    retention: bool = True,
+    registry_factory: RegistryFactory = default_registry,
+    demo: bool = False,
+    notify: Callable[[str], object] | None = None,
+) -> AsyncIterator[App]:
+    """Open the application; see the module docstring and docs/contracts.md.
+
+    `configure=False` reads no configuration (the store's own commands); `retention=False`
+    leaves expired sessions in place; `registry_factory` builds each session's tools (ACP
+    wraps them with editor-backed handlers); `demo=True` runs against the built-in fake
+    model in a scratch project with a store of its own, all gone when the block ends.
+    `notify` is given each configuration notice as soon as the configuration is resolved,
+    before the store opens (a store that fails to open does not hide them).
+    """
+    overrides = overrides if overrides is not None else argparse.Namespace()
+    if demo:
+        async with _open_demo(overrides) as app:
+            yield app
+        return
+    # Configuration first: a bad file or a missing key opens nothing.
+    setup = await prepare_session(overrides, headless=headless) if configure else None
+    if setup is not None and notify is not None:
+        for notice in setup.notices:
+            notify(notice)
+    async with (
+        SqliteStore(default_db_path()) as store,
+        open_runtime(
+            store,
+            registry_factory=registry_factory,
+            retention_days=DEFAULT_RETENTION_DAYS if retention else 0,
+        ) as runtime,
+    ):
+        yield App(runtime, setup, overrides, headless)
+
+
+@contextlib.asynccontextmanager
+async def _open_demo(overrides: argparse.Namespace) -> AsyncIterator[App]:
+    """The demo: the fake model server, a scratch project and a store of its own."""
+    from rawtrio.app.demo import SCENARIO, demo_options, prepare_scratch
+    from rawtrio.testing.fake_model import Scenario, open_fake_model_server
+
+    with tempfile.TemporaryDirectory(prefix="rawtrio-demo-") as tmp:
+        cwd = await trio.to_thread.run_sync(prepare_scratch, Path(tmp))
+        async with (
+            open_fake_model_server(Scenario.from_dict(SCENARIO)) as server,
+            SqliteStore(Path(tmp) / "demo.db") as store,
+            open_runtime(store, retention_days=0) as runtime,
+        ):
+            setup = SessionSetup(demo_options(server.base_url, cwd), notices=(), agent="demo")
+            yield App(runtime, setup, overrides, False)

@@ -1,0 +1,86 @@
+"""Which session a run works in: a new one, the latest of the working directory
+(`--continue`), a given one (`--resume ID`), or a new copy of either (`--fork`, via
+`Runtime.fork_session`; the source is left as it was). Opening an existing session takes
+its writer lease — `SessionLocked` while another process has it open — and repairs what a
+killed writer left (the runtime does both).
+
+An id may be given as a unique prefix of at least `MIN_PREFIX` characters, as with git.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+
+import trio
+
+from rawtrio.errors import UnknownSession, UsageError
+from rawtrio.runtime.runtime import Runtime
+from rawtrio.runtime.session import Session, SessionOptions
+
+MIN_PREFIX = 4
+
+
+@dataclass(frozen=True)
+class Choice:
+    """The session flags of a run (`--continue`, `--resume ID`, `--fork`, `--cwd`)."""
+
+    continue_: bool = False
+    resume: str | None = None
+    fork: bool = False
+    #: `--cwd` was given (it then has to agree with a resumed session's directory).
+    explicit_cwd: bool = False
+
+    @classmethod
+    def from_args(cls, args: argparse.Namespace) -> Choice:
+        return cls(args.continue_, args.resume, args.fork, args.cwd is not None)
+
+    @property
+    def new(self) -> bool:
+        return not (self.continue_ or self.resume)
+
+
+async def start_session(runtime: Runtime, choice: Choice, options: SessionOptions) -> Session:
+    """The live session the run works in. Raises `UsageError`, `UnknownSession`,
+    `SessionLocked` (another process has it open) or a store error."""
+    if choice.new:
+        return await runtime.create_session(options)
+    if choice.continue_:
+        latest = await runtime.list_sessions(cwd=str(options.cwd))
+        if not latest:
+            raise UsageError(
+                f"--continue: no stored session in {options.cwd} (start one without --continue)"
+            )
+        source = latest[0]
+    else:
+        assert choice.resume is not None
+        source = await runtime.get_session(await resolve_id(runtime, choice.resume))
+    cwd = Path(source.cwd)
+    if choice.explicit_cwd and cwd != options.cwd:
+        raise UsageError(
+            f"--cwd: session {source.id} works in {cwd}; leave out --cwd to resume it there"
+        )
+    if not await trio.Path(cwd).is_dir():
+        raise UsageError(f"session {source.id} works in {cwd}, which is no longer a directory")
+    # A resumed session keeps its directory (its system prompt was made for it); provider,
+    # model and limits are this run's.
+    options = dataclasses.replace(options, cwd=cwd)
+    session_id = await runtime.fork_session(source.id) if choice.fork else source.id
+    return await runtime.open_session(session_id, options)
+
+
+async def resolve_id(runtime: Runtime, text: str) -> str:
+    """The id `text` names: itself, or the one stored id it is a prefix of."""
+    try:
+        return (await runtime.get_session(text)).id
+    except UnknownSession:
+        if len(text) < MIN_PREFIX:
+            raise
+    found = [r.id for r in await runtime.list_sessions() if r.id.startswith(text)]
+    if len(found) > 1:
+        raise UsageError(f"{text!r} is the start of {len(found)} session ids; give more of it")
+    if not found:
+        raise UnknownSession(text)
+    return found[0]
