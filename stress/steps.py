@@ -101,7 +101,7 @@ class SessionSteps:
 
     def _inject(self) -> None:
         phase = self.phase()
-        seq = self.session._seq
+        seq = self.session.recorder.seq
         step = self.turn.step if self.turn is not None else 0
         landed = self.session.cancel(self.reason)
         self.cancel = CancelMoment(self.steps, phase, step, seq, landed, time.time())
@@ -148,8 +148,8 @@ def phase_of(session: Session, turn: Turn, steps: SessionSteps | None = None) ->
         return Phase.PERMISSION_WAIT
     if steps is not None and steps.hooks_running:
         return Phase.HOOK
-    last = session.last_compaction
-    if session.auto_compacted_turn == turn.id and (last is None or last.turn_id != turn.id):
+    last = session.compactions.last
+    if session.compactions.auto_turn == turn.id and (last is None or last.turn_id != turn.id):
         return Phase.COMPACTION
     if turn.streaming is not None:
         return Phase.STREAMING_TOOL_CALL if turn.streaming.announced else Phase.STREAMING

@@ -1,4 +1,10 @@
-"""Compaction and accounting as the session runs them (the policy is `rawtrio.context`).
+"""Compaction and accounting as a turn runs them, against its `TurnHost`.
+
+What belongs where: `rawtrio.context.compaction` is what a compaction keeps and how the
+summary is written (pure, no session); `rawtrio.context.compaction_state` is when the next
+automatic one is due, from what earlier ones did; `rawtrio.context.accounting` sizes
+requests. This module is the runtime side: it reads the live context, emits the events,
+runs the hooks and commits the replacement through the recorder.
 
 - `prepare_request` — before every step: the size of the next request; an automatic
   compaction when it passes the threshold (at most once per turn, and not again while
@@ -35,54 +41,38 @@ from rawtrio.messages import Message, check_pairing
 from rawtrio.providers.base import ModelRequest
 
 if TYPE_CHECKING:
-    from rawtrio.runtime.session import Session
+    from rawtrio.runtime.host import TurnHost
     from rawtrio.runtime.turn import Turn
 
 log = logging.getLogger(__name__)
 Trigger = Literal["manual", "auto"]
 
-#: After a compaction that did not help, the next automatic one waits until the context
-#: grew by this share of the usable window (new material to summarize); after
-#: `MAX_FUTILE` in a row that did not help, automatic compaction stops for the session
-#: (until a compaction helps, e.g. a manual one): no loops.
-RETRY_GROWTH = 0.1
-MAX_FUTILE = 2
 #: The share of the prompt budget the verbatim-kept turns may take after a compaction.
 TAIL_SHARE = 0.3
 #: The compaction system prompt and instructions of a summary request, generously.
 SUMMARY_PROMPT_TOKENS = 500
 
 
-async def prepare_request(session: Session, turn: Turn) -> ModelRequest:
+async def prepare_request(host: TurnHost, turn: Turn) -> ModelRequest:
     """The next request, compacted first if needed; raises `TooLarge` if it cannot fit."""
-    request = session.build_request()
-    acct = session.accountant
+    request = host.model.build_request()
+    acct = host.model.accountant
     size = acct.request_tokens(request)
-    output = min(request.max_tokens, session.output_limit)
+    output = min(request.max_tokens, host.model.output_limit)
     usable = acct.usable(output)
-    settings = session.options.compaction
-    if (
-        usable is not None
-        and settings.auto
-        and size > settings.threshold * usable
-        and session.auto_compacted_turn != turn.id
-        and session.compaction_futile < MAX_FUTILE
-        and (
-            session.compaction_no_help_at is None
-            or size >= session.compaction_no_help_at + RETRY_GROWTH * usable
-        )
-    ):
-        session.auto_compacted_turn = turn.id
-        ended = await run_compaction(session, "auto", None, turn.id)
-        if ended.outcome != "compacted" or ended.tokens_after > settings.threshold * usable:
-            session.compaction_no_help_at = size
-            session.compaction_futile += 1
-        request = session.build_request()
+    settings = host.options.compaction
+    state = host.compactions
+    if state.auto_due(settings, turn_id=turn.id, size=size, usable=usable):
+        assert usable is not None  # auto_due says so
+        state.auto_turn = turn.id
+        ended = await run_compaction(host, "auto", None, turn.id)
+        state.auto_ended(settings, ended, size=size, usable=usable)
+        request = host.model.build_request()
         size = acct.request_tokens(request)
     try:
         max_tokens = acct.max_tokens(size, output)
     except TooLarge as exc:
-        if session.auto_compacted_turn == turn.id:
+        if state.auto_turn == turn.id:
             why = "even after compaction"
         elif not settings.auto:
             why = "and automatic compaction is off (/compact compacts it)"
@@ -93,20 +83,20 @@ async def prepare_request(session: Session, turn: Turn) -> ModelRequest:
 
 
 async def run_compaction(
-    session: Session, trigger: Trigger, focus: str | None, turn_id: str | None
+    host: TurnHost, trigger: Trigger, focus: str | None, turn_id: str | None
 ) -> ev.CompactionEnded:
-    request = session.build_request()
-    before = session.accountant.request_tokens(request)
-    session.emit(
+    request = host.model.build_request()
+    before = host.model.accountant.request_tokens(request)
+    host.recorder.emit(
         ev.CompactionStarted(
-            session_id=session.id, turn_id=turn_id, reason=trigger, tokens_before=before
+            session_id=host.id, turn_id=turn_id, reason=trigger, tokens_before=before
         )
     )
 
     def ended(outcome: str, after: int, reason: str) -> ev.CompactionEnded:
-        event = session.emit(
+        event = host.recorder.emit(
             ev.CompactionEnded(
-                session_id=session.id,
+                session_id=host.id,
                 turn_id=turn_id,
                 outcome=outcome,
                 tokens_before=before,
@@ -114,23 +104,23 @@ async def run_compaction(
                 reason=reason,
             )
         )
-        session.last_compaction = event
+        host.compactions.last = event
         return event
 
     try:
-        hooks = await session.run_hooks(
+        hooks = await host.run_hooks(
             HookEvent.PRE_COMPACT, payloads.pre_compact(trigger, focus or "")
         )
-        new, why = await _compacted(session, request, focus, hooks.context_text())
+        new, why = await _compacted(host, request, focus, hooks.context_text())
         if new is None:
             return ended("unchanged", before, why)
         # A cancellation that landed during the summary stops here: nothing changed.
         await trio.lowlevel.checkpoint()
-        await session.replace_context(turn_id, new)
-        after = session.accountant.request_tokens(session.build_request())
-        usable = session.accountant.usable(min(request.max_tokens, session.output_limit))
-        if usable is None or after <= session.options.compaction.threshold * usable:
-            session.compaction_futile, session.compaction_no_help_at = 0, None
+        await host.recorder.replace_context(turn_id, new)
+        host.model.context_replaced()
+        after = host.model.accountant.request_tokens(host.model.build_request())
+        usable = host.model.accountant.usable(min(request.max_tokens, host.model.output_limit))
+        host.compactions.compacted(host.options.compaction, after=after, usable=usable)
         return ended("compacted", after, why)
     except trio.Cancelled:
         ended("cancelled", before, "the compaction was cancelled; the context is unchanged")
@@ -138,18 +128,18 @@ async def run_compaction(
     except (ProviderError, SummaryFailed) as exc:
         return ended("error", before, f"the summary request failed: {exc}")
     except Exception as exc:  # a bug or a store failure: reported, the context unchanged
-        log.exception("compaction of session %s failed", session.id)
+        log.exception("compaction of session %s failed", host.id)
         return ended("error", before, f"internal error: {type(exc).__name__}: {exc}")
 
 
 async def _compacted(
-    session: Session, request: ModelRequest, focus: str | None, extra: str | None
+    host: TurnHost, request: ModelRequest, focus: str | None, extra: str | None
 ) -> tuple[list[Message] | None, str]:
     """The compacted context, or None and why the context stays as it is."""
-    settings = session.options.compaction
-    acct = session.accountant
-    old = list(session.context)
-    usable = acct.usable(min(request.max_tokens, session.output_limit))
+    settings = host.options.compaction
+    acct = host.model.accountant
+    old = list(host.recorder.context)
+    usable = acct.usable(min(request.max_tokens, host.model.output_limit))
     fixed = acct.fixed_tokens(request)
     # The kept turns get at most TAIL_SHARE of what the prompt may hold, leaving the turn
     # that triggered an automatic compaction room to go on (it gets one per turn).
@@ -171,7 +161,7 @@ async def _compacted(
         out = min(settings.summary_max_tokens, window // 4)
         chunk_tokens = max(500, int((window - 2 * out - SUMMARY_PROMPT_TOKENS) * 0.9))
         result = await summarize(
-            session.provider,
+            host.model.provider,
             model=request.model,
             middle=middle,
             chunk_tokens=chunk_tokens,
@@ -180,7 +170,7 @@ async def _compacted(
             extra=extra,
         )
         for usage in result.usages:
-            session.record_usage(usage, step=0, turn_id=session.running_turn)
+            host.model.record_usage(usage, step=0, turn_id=host.running_turn)
         message = summary_message(result.text, len(p.middle))
         replaced = estimate.messages_tokens(p.middle)
         made = estimate.message_tokens(message)

@@ -1,7 +1,7 @@
 """What stands between a validated tool call and its handler: hooks and permissions.
 
 `admit` decides whether a call may start — PreToolUse hooks, then the permission policy,
-then (for `ask`) PermissionRequest hooks and the user's answer through the session's
+then (for `ask`) PermissionRequest hooks and the user's answer through the host's
 `ApprovalBroker`, first answer from any front end wins. It returns the call's `denied`
 result, or None to go ahead. A cancellation while waiting for an answer resolves the
 request as cancelled (`permission_answered` with decision `cancelled`) and propagates:
@@ -30,73 +30,73 @@ from rawtrio.permissions.summary import summarize_call
 from rawtrio.tools.base import Tool, ToolOutput
 
 if TYPE_CHECKING:
-    from rawtrio.runtime.session import Session
+    from rawtrio.runtime.host import TurnHost
     from rawtrio.runtime.turn import Turn
 
 
 async def admit(
-    session: Session, turn: Turn, call: ToolCall, tool: Tool, args: Mapping[str, Any]
+    host: TurnHost, turn: Turn, call: ToolCall, tool: Tool, args: Mapping[str, Any]
 ) -> tuple[ToolResult | None, str | None]:
     """(None, hook context) when the call may start; otherwise (its `denied` result, None)."""
     frozen_args = freeze(dict(args))
-    pre = await session.run_hooks(
+    pre = await host.run_hooks(
         HookEvent.PRE_TOOL_USE, payloads.pre_tool_use(tool.id, frozen_args, call.id)
     )
     if pre.stopped:
         return denied(call, DeniedBy.HOOK, f"denied by a PreToolUse hook: {pre.reason}"), None
-    decision = session.policy.evaluate(tool.id, args, read_only=tool.read_only)
+    decision = host.policy.evaluate(tool.id, args, read_only=tool.read_only)
     if decision.effect is Effect.DENY:
         return denied(call, decision.denied_by or DeniedBy.RULE, decision.reason), None
     if decision.effect is Effect.ASK:
-        hook = await session.run_hooks(
+        hook = await host.run_hooks(
             HookEvent.PERMISSION_REQUEST,
             payloads.permission_request(tool.id, frozen_args, call.id),
         )
         if hook.stopped:
             reason = f"denied by a PermissionRequest hook: {hook.reason}"
             return denied(call, DeniedBy.HOOK, reason), None
-        refusal = await ask_user(session, turn, call, tool, args)
+        refusal = await ask_user(host, turn, call, tool, args)
         if refusal is not None:
             return refusal, None
     return None, pre.context_text()
 
 
 async def ask_user(
-    session: Session, turn: Turn, call: ToolCall, tool: Tool, args: Mapping[str, Any]
+    host: TurnHost, turn: Turn, call: ToolCall, tool: Tool, args: Mapping[str, Any]
 ) -> ToolResult | None:
-    redact = session.redactor.redact
+    redact = host.recorder.redactor.redact
     summary = summarize_call(tool.id, args, key_argument=tool.key_argument, redact=redact)
     asked: list[ApprovalRequest] = []
 
     def announce(request: ApprovalRequest) -> None:
         asked.append(request)
-        session.emit(
+        host.recorder.emit(
             ev.PermissionRequested(
-                session_id=session.id,
+                session_id=host.id,
                 turn_id=turn.id,
                 request_id=request.request_id,
                 call_id=call.id,
                 tool_id=tool.id,
-                arguments=session.redactor.redact_json(request.arguments),
+                arguments=host.recorder.redactor.redact_json(request.arguments),
                 summary=summary,
                 options=request.options,
             )
         )
 
     try:
-        answer = await session.approvals.request(
+        answer = await host.approvals.request(
             call_id=call.id, tool_id=tool.id, summary=summary, arguments=args, announce=announce
         )
     except trio.Cancelled:
         if asked:
-            session.emit(answered(session, turn, asked[0], call, "cancelled"))
+            host.recorder.emit(answered(host, turn, asked[0], call, "cancelled"))
         raise
-    session.emit(answered(session, turn, asked[0], call, answer.kind.value))
+    host.recorder.emit(answered(host, turn, asked[0], call, answer.kind.value))
     if answer.kind is ApprovalKind.ALLOW_ALWAYS:
         rule = allow_rule_for(tool.id, args, tool.key_argument, origin="allowed by the user")
-        session.policy.allow_for_session(rule)
-        if answer.scope is AlwaysScope.PROJECT and session.options.save_allow_rule is not None:
-            session.options.save_allow_rule(rule)
+        host.policy.allow_for_session(rule)
+        if answer.scope is AlwaysScope.PROJECT and host.options.save_allow_rule is not None:
+            host.options.save_allow_rule(rule)
     if answer.allowed:
         return None
     note = f": {answer.message}" if answer.message else ""
@@ -104,7 +104,7 @@ async def ask_user(
 
 
 async def after(
-    session: Session, call: ToolCall, tool: Tool, output: ToolOutput, pre_context: str | None
+    host: TurnHost, call: ToolCall, tool: Tool, output: ToolOutput, pre_context: str | None
 ) -> ToolOutput:
     """PostToolUse hooks; what they tell the model is appended to the result."""
     args = call.arguments if call.arguments is not None else freeze({})
@@ -123,7 +123,7 @@ async def after(
         payload = payloads.post_tool_use_failure(
             tool.id, args, call.id, status=output.status.value, error=output.content
         )
-    post = await session.run_hooks(event, payload)
+    post = await host.run_hooks(event, payload)
     extra = [f"[hook feedback] {post.reason}"] if post.stopped else []
     extra += [t for t in (pre_context, post.context_text()) if t]
     if not extra:
@@ -132,10 +132,10 @@ async def after(
 
 
 def answered(
-    session: Session, turn: Turn, request: ApprovalRequest, call: ToolCall, decision: str
+    host: TurnHost, turn: Turn, request: ApprovalRequest, call: ToolCall, decision: str
 ) -> ev.PermissionAnswered:
     return ev.PermissionAnswered(
-        session_id=session.id,
+        session_id=host.id,
         turn_id=turn.id,
         request_id=request.request_id,
         call_id=call.id,

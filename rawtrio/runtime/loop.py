@@ -1,13 +1,13 @@
 """The agent loop: turn → steps → one model request each → tool calls in listed order.
 
 Read top to bottom, this is the turn contract of docs/contracts.md. Everything that records
-state goes through `Session.commit_*` (shielded, bounded), and updates `Turn` in the
-same synchronous stretch, so `finish_turn` can always tell what a cancellation cut.
+state goes through the recorder's commit points (shielded, bounded), and updates `Turn` in
+the same synchronous stretch, so `Recorder.finish_turn` can always tell what a
+cancellation cut. The loop sees its session only as a `TurnHost` (rawtrio.runtime.host).
 """
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING
 
 import trio
@@ -15,40 +15,40 @@ import trio
 from rawtrio import events as ev
 from rawtrio.contracts import ToolStatus, TurnOutcome
 from rawtrio.errors import ProviderError, StreamCut
-from rawtrio.frozen import EMPTY, freeze, thaw
+from rawtrio.frozen import EMPTY, thaw
 from rawtrio.hooks import HookEvent, payloads
 from rawtrio.messages import AssistantMessage, ToolCall, ToolResult
 from rawtrio.providers import base as pb
 from rawtrio.providers.retry import Retries, RetryPolicy
 from rawtrio.redaction import StreamRedactor
 from rawtrio.runtime import compaction, gate
-from rawtrio.runtime.turn import RunningCall, StreamState, Turn
+from rawtrio.runtime.turn import RunningCall, StreamState, Turn, not_run, result
 from rawtrio.tools.base import ToolContext, ToolOutput
 
 if TYPE_CHECKING:
-    from rawtrio.runtime.session import Session
+    from rawtrio.runtime.host import TurnHost
 
 
-async def run_steps(session: Session, turn: Turn) -> tuple[TurnOutcome, str]:
+async def run_steps(host: TurnHost, turn: Turn) -> tuple[TurnOutcome, str]:
     """Run the turn's steps; return its outcome. Cancellation propagates."""
-    submitted = await session.run_hooks(
+    submitted = await host.run_hooks(
         HookEvent.USER_PROMPT_SUBMIT, payloads.user_prompt_submit(turn.text)
     )
     if submitted.stopped:
         return TurnOutcome.ERROR, f"the prompt was blocked by a hook: {submitted.reason}"
-    await session.commit_user_message(turn, submitted.context_text())
-    max_steps = session.options.max_steps
+    await host.recorder.commit_user_message(turn, submitted.context_text())
+    max_steps = host.options.max_steps
     stop_hook_active = False
     for step in range(1, max_steps + 1):
         turn.step = step
         try:  # accounting, automatic compaction, max_tokens clamp (rawtrio.context)
-            request = await compaction.prepare_request(session, turn)
+            request = await compaction.prepare_request(host, turn)
         except compaction.TooLarge as exc:
             return TurnOutcome.ERROR, f"{exc}; nothing was sent"
-        message, stop_reason = await stream_step(session, turn, step, request)
+        message, stop_reason = await stream_step(host, turn, step, request)
         calls = message.tool_calls
         if not calls:
-            stop = await session.run_hooks(
+            stop = await host.run_hooks(
                 HookEvent.STOP,
                 payloads.stop(
                     stop_hook_active=stop_hook_active, last_assistant_message=message.text
@@ -58,33 +58,33 @@ async def run_steps(session: Session, turn: Turn) -> tuple[TurnOutcome, str]:
                 return TurnOutcome.COMPLETED, stop_reason
             # A Stop hook asked the model to go on: tell it why, as a user message.
             stop_hook_active = True
-            await session.commit_note(
+            await host.recorder.commit_note(
                 turn, f"[rawtrio: a Stop hook asked you to continue]\n{stop.reason}"
             )
             continue
         if step == max_steps:
-            await session.commit_results(turn, [not_run(c, max_steps) for c in calls])
+            await host.recorder.commit_results(turn, [not_run(c, max_steps) for c in calls])
             return TurnOutcome.MAX_STEPS, f"reached max_steps ({max_steps}) with tool calls pending"
         for call in calls:
-            result = await run_call(session, turn, call)
-            await session.commit_results(turn, [result])
+            result = await run_call(host, turn, call)
+            await host.recorder.commit_results(turn, [result])
     raise AssertionError("unreachable: the loop returns on its last step")
 
 
 async def stream_step(
-    session: Session, turn: Turn, step: int, request: pb.ModelRequest
+    host: TurnHost, turn: Turn, step: int, request: pb.ModelRequest
 ) -> tuple[AssistantMessage, str]:
     """Stream one model response; commit it only once the stream finished (I3).
 
     A failed request is tried again under `rawtrio.providers.retry` as long as nothing of
     its reply was shown; each wait is announced as a notice and ends at once on a cancel
     (nothing is streaming then, nothing is torn)."""
-    session.emit(
-        ev.StepStarted(session_id=session.id, turn_id=turn.id, step=step, model=request.model)
+    host.recorder.emit(
+        ev.StepStarted(session_id=host.id, turn_id=turn.id, step=step, model=request.model)
     )
-    retries = Retries(RetryPolicy.of(session.options.provider))
+    retries = Retries(RetryPolicy.of(host.options.provider))
     while True:
-        attempt = ReplyAttempt(session, turn, step)
+        attempt = ReplyAttempt(host, turn, step)
         try:
             done = await attempt.stream(request)
         except ProviderError as exc:
@@ -92,45 +92,47 @@ async def stream_step(
             if decision is None:
                 raise  # its message now says why there is no further try
             turn.streaming = None  # nothing was shown: nothing to mark as cut
-            session.emit(
+            host.recorder.emit(
                 ev.Notice(
-                    session_id=session.id, turn_id=turn.id, level="warning", text=decision.notice
+                    session_id=host.id, turn_id=turn.id, level="warning", text=decision.notice
                 )
             )
             await trio.sleep(decision.wait_s)
             continue
-        await session.commit_assistant(turn, done)
+        sent = len(host.recorder.context)  # what the request carried: the provider counted it
+        await host.recorder.commit_assistant(turn, done)
+        host.model.replied(done.usage, sent=sent, step=step, turn_id=turn.id)
         return done.message, done.stop_reason
 
 
 class ReplyAttempt:
     """One try at streaming a reply to subscribers; `shown` once anything reached them."""
 
-    def __init__(self, session: Session, turn: Turn, step: int) -> None:
-        self.session = session
+    def __init__(self, host: TurnHost, turn: Turn, step: int) -> None:
+        self.host = host
         self.turn = turn
         self.step = step
         self.shown = False
 
     async def stream(self, request: pb.ModelRequest) -> pb.StreamDone:
-        session, turn, step = self.session, self.turn, self.step
+        host, turn, step = self.host, self.turn, self.step
         state = turn.streaming = StreamState(step)
         done: pb.StreamDone | None = None
 
         # A secret split across deltas is caught by holding back a possible prefix of one.
         def text(chunk: str) -> None:
-            session.emit(
-                ev.TextDelta(session_id=session.id, turn_id=turn.id, step=step, text=chunk)
+            host.recorder.emit(
+                ev.TextDelta(session_id=host.id, turn_id=turn.id, step=step, text=chunk)
             )
 
         def thinking(chunk: str) -> None:
-            session.emit(
-                ev.ThinkingDelta(session_id=session.id, turn_id=turn.id, step=step, text=chunk)
+            host.recorder.emit(
+                ev.ThinkingDelta(session_id=host.id, turn_id=turn.id, step=step, text=chunk)
             )
 
-        emit_text = StreamRedactor(session.redactor, text)
-        emit_thinking = StreamRedactor(session.redactor, thinking)
-        async with session.provider.stream(request) as stream:
+        emit_text = StreamRedactor(host.recorder.redactor, text)
+        emit_thinking = StreamRedactor(host.recorder.redactor, thinking)
+        async with host.model.provider.stream(request) as stream:
             async for item in stream:
                 if isinstance(item, pb.StreamDone):
                     done = item
@@ -143,9 +145,9 @@ class ReplyAttempt:
                     emit_thinking(item.text)
                 elif isinstance(item, pb.ToolCallBegin):
                     state.announced.append(item.name)
-                    session.emit(
+                    host.recorder.emit(
                         ev.ToolCallAnnounced(
-                            session_id=session.id,
+                            session_id=host.id,
                             turn_id=turn.id,
                             step=step,
                             call_id=item.call_id,
@@ -159,35 +161,35 @@ class ReplyAttempt:
         return done
 
 
-async def run_call(session: Session, turn: Turn, call: ToolCall) -> ToolResult:
+async def run_call(host: TurnHost, turn: Turn, call: ToolCall) -> ToolResult:
     """Run one call, or explain why it did not run. Always returns its one result."""
-    tool = session.registry.lookup(call.name)
+    tool = host.registry.lookup(call.name)
     if tool is None:
-        names = ", ".join(s.name for s in session.registry.specs())
+        names = ", ".join(s.name for s in host.registry.specs())
         return result(call, ToolStatus.UNKNOWN_TOOL, f"unknown tool {call.name!r}; tools: {names}")
-    problem = session.registry.validate(tool, call.arguments)
+    problem = host.registry.validate(tool, call.arguments)
     if problem is not None:
         return result(call, ToolStatus.INVALID_ARGUMENTS, problem)
     args = thaw(call.arguments)
-    refusal, hook_context = await gate.admit(session, turn, call, tool, args)
+    refusal, hook_context = await gate.admit(host, turn, call, tool, args)
     if refusal is not None:
         return refusal
     ctx = ToolContext(
-        session_id=session.id,
+        session_id=host.id,
         call_id=call.id,
-        cwd=session.cwd,
-        settings=session.options.tools,
-        emit_output=LiveOutput(session, turn.id, call.id, session.options.tools.output_cap),
-        jobs=session.jobs,
-        plan=session.plan,
+        cwd=host.cwd,
+        settings=host.options.tools,
+        emit_output=LiveOutput(host, turn.id, call.id, host.options.tools.output_cap),
+        jobs=host.jobs,
+        plan=host.plan,
     )
     # Durably marks the call as starting, then a checkpoint: a cancellation that landed
     # before this point stops the call from starting (I4).
-    await session.mark_started(turn, call)
+    await host.recorder.mark_started(turn, call)
     turn.running = RunningCall(call, ctx)
-    session.emit(
+    host.recorder.emit(
         ev.ToolCallStarted(
-            session_id=session.id,
+            session_id=host.id,
             turn_id=turn.id,
             call_id=call.id,
             name=call.name,
@@ -205,7 +207,7 @@ async def run_call(session: Session, turn: Turn, call: ToolCall) -> ToolResult:
         **(thaw(output.details) or {}),
     )
     images = output.images  # the handler's; hooks add text only
-    output = await gate.after(session, call, tool, output, hook_context)
+    output = await gate.after(host, call, tool, output, hook_context)
     return ToolResult(
         call.id,
         call.name,
@@ -227,8 +229,8 @@ class LiveOutput:
 
     LIVE_OUTPUT_FACTOR = 4
 
-    def __init__(self, session: Session, turn_id: str, call_id: str, cap: int) -> None:
-        self._session = session
+    def __init__(self, host: TurnHost, turn_id: str, call_id: str, cap: int) -> None:
+        self._host = host
         self._turn_id = turn_id
         self._call_id = call_id
         self._left = cap * self.LIVE_OUTPUT_FACTOR
@@ -241,52 +243,8 @@ class LiveOutput:
                 text[: self._left] + "\n[live output stops here; the result keeps head and tail]\n"
             )
         self._left -= len(text)
-        self._session.emit(
+        self._host.recorder.emit(
             ev.ToolOutputDelta(
-                session_id=self._session.id, turn_id=self._turn_id, call_id=self._call_id, text=text
+                session_id=self._host.id, turn_id=self._turn_id, call_id=self._call_id, text=text
             )
         )
-
-
-def cancelled_result(call: ToolCall, running: RunningCall | None, reason: str) -> ToolResult:
-    """The honest result of a call a cancellation cut (I5)."""
-    if running is None or running.call.id != call.id:
-        return result(
-            call,
-            ToolStatus.CANCELLED,
-            f"not run: the turn was cancelled ({reason}) before this call started",
-        )
-    elapsed = round(time.monotonic() - running.started_at, 3)
-    report = running.ctx.cancel_report
-    if report is not None:
-        details = {"elapsed_s": elapsed, **thaw(report.details)}
-        # A handler cancelled before it started anything says so (`started=False`).
-        started = bool(details.pop("started", True))
-        return ToolResult(
-            call.id,
-            call.name,
-            ToolStatus.CANCELLED,
-            report.content,
-            started=started,
-            details=freeze(details),
-        )
-    return ToolResult(
-        call.id,
-        call.name,
-        ToolStatus.CANCELLED,
-        f"started, then cancelled after {elapsed} s ({reason}); it may have had partial effects",
-        started=True,
-        details=freeze({"elapsed_s": elapsed}),
-    )
-
-
-def not_run(call: ToolCall, max_steps: int) -> ToolResult:
-    return result(
-        call,
-        ToolStatus.NOT_RUN,
-        f"not run: the turn reached its limit of {max_steps} model requests",
-    )
-
-
-def result(call: ToolCall, status: ToolStatus, content: str) -> ToolResult:
-    return ToolResult(call.id, call.name, status, content, started=False)

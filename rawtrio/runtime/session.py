@@ -1,8 +1,19 @@
 """A live session: a trio nursery that owns everything its turns start.
 
-Front ends call the operations (`submit`, `cancel`, `subscribe`, `close`, …) and read
-events; they never run the loop themselves. One `Session` object per session id per
-process (the `Runtime` enforces it).
+Front ends call the operations (`submit`, `cancel`, `subscribe`, `close`, `compact`,
+`set_mode`, `set_model`, `answer_permission`, …) and read events; they never run the loop
+themselves. One `Session` object per session id per process (the `Runtime` enforces it).
+
+The session is the lifecycle and the operations; its parts do the rest:
+
+- `recorder` (rawtrio.runtime.recorder): the commit points, the events, the turn's end
+  and what a store fault left unsaved;
+- `model` (rawtrio.runtime.model): the provider, the request, accounting and usage,
+  switching models;
+- `compactions` (rawtrio.context.compaction_state): when automatic compaction is due.
+
+A turn's code (rawtrio.runtime.loop, gate, compaction) sees the session only through the
+`TurnHost` protocol (rawtrio.runtime.host), never this class.
 
 Exception-group policy: a turn task catches every `Exception` it can raise (a provider
 failure, a store fault or a bug ends the turn with outcome `error`), so the session
@@ -12,130 +23,63 @@ session ends on its own: one session never takes the runtime (and every other se
 in the process) down. Nurseries inside tools (process readers) unwrap their own groups
 before returning.
 
-Store faults (disk full, I/O error, a lock held too long): a commit point that fails
-ends the turn with `error` and the store's message, and the turn's ending is still
-emitted to every subscriber. The writes of a turn's ending that failed (results for cut
-calls, the outcome, the usage totals, the note) are kept in order and written before
-the next turn begins; until they are, `submit` raises the store's error and nothing
-else changes.
+Store faults: see rawtrio.runtime.recorder; until what a fault left unsaved is written,
+`submit` raises the store's error and nothing else changes.
 """
 
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
-import time
 import uuid
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import trio
 
 from rawtrio import events as ev
-from rawtrio.context.accounting import (
-    Accountant,
-    ModelPrices,
-    UsageTotals,
-    usage_from_json,
-    usage_to_json,
-)
-from rawtrio.context.compaction import CompactionSettings
-from rawtrio.context.models import limits_for
-from rawtrio.contracts import (
-    CLEANUP_DEADLINE_S,
-    DEFAULT_MAX_STEPS,
-    ToolStatus,
-    TurnOutcome,
-)
-from rawtrio.errors import (
-    ProviderError,
-    SessionClosed,
-    TurnInProgress,
-    UsageError,
-)
+from rawtrio.context.accounting import UsageTotals
+from rawtrio.context.compaction_state import CompactionState
+from rawtrio.contracts import CLEANUP_DEADLINE_S, TurnOutcome
+from rawtrio.errors import ProviderError, SessionClosed, TurnInProgress
 from rawtrio.frozen import freeze
-from rawtrio.hooks import HookEvent, HookOutcome, HookReceipt, HookRunner, HookSpec, payloads
-from rawtrio.messages import Message, ToolCall, ToolResult, UserMessage
+from rawtrio.hooks import HookEvent, HookOutcome, HookReceipt, HookRunner, payloads
+from rawtrio.messages import Message
 from rawtrio.permissions.approval import ApprovalBroker, ApprovalDecision
 from rawtrio.permissions.policy import PermissionPolicy
-from rawtrio.permissions.rules import PermissionMode, Rule
-from rawtrio.providers.base import ModelRequest, Provider, ProviderSettings, StreamDone, UsageInfo
+from rawtrio.permissions.rules import PermissionMode
+from rawtrio.providers.base import Provider, ProviderSettings, ToolSpec
 from rawtrio.runtime import compaction, loop, tooldefs
-from rawtrio.runtime.subscribers import DEFAULT_BUFFER, SubscriberHub, Subscription
+from rawtrio.runtime.model import ModelBinding
+from rawtrio.runtime.options import SessionOptions
+from rawtrio.runtime.recorder import (
+    PENDING_NOTE_KEY,
+    REMEMBER_ENDED,
+    USAGE_STATE_KEY,
+    Recorder,
+)
+from rawtrio.runtime.subscribers import DEFAULT_BUFFER, Subscription
 from rawtrio.runtime.turn import Turn
-from rawtrio.skills import Skill
 from rawtrio.store.base import SessionRecord, SessionStore
 from rawtrio.store.errors import StoreError
 from rawtrio.tools.background import BackgroundJobs, open_background_jobs
-from rawtrio.tools.base import Tool, ToolSettings
+from rawtrio.tools.base import Tool
 from rawtrio.tools.todo import STATE_KEY as PLAN_STATE_KEY
 from rawtrio.tools.todo import Plan, TodoItem, plan_from_json, plan_to_json
 
 if TYPE_CHECKING:
-    from rawtrio.config.schema import McpServerConfig
-    from rawtrio.config.variables import VariableResolver
     from rawtrio.mcp.manager import McpServers
     from rawtrio.tools.registry import ToolRegistry
 
+__all__ = [
+    "PENDING_NOTE_KEY",
+    "REMEMBER_ENDED",
+    "USAGE_STATE_KEY",
+    "Session",
+    "SessionOptions",
+]
 log = logging.getLogger(__name__)
-#: Session state key of the note for the next user message, so it survives a restart.
-PENDING_NOTE_KEY = "pending_note"
-#: Session state key of the usage and cost totals, so `/cost` covers every run of it.
-USAGE_STATE_KEY = "usage_totals"
-#: Turn endings kept for `wait_turn` after the turn ended (a bound, not a history).
-REMEMBER_ENDED = 64
-E = TypeVar("E", bound=ev.Event)
-Write = Callable[[], Awaitable[None]]
-
-
-@dataclass(frozen=True)
-class SessionOptions:
-    cwd: Path
-    provider: ProviderSettings
-    max_steps: int = DEFAULT_MAX_STEPS
-    max_output_tokens: int = 8192
-    tools: ToolSettings = field(default_factory=ToolSettings)
-    #: Replaces the built-in base prompt when set (fixed at session creation).
-    system_prompt: str | None = None
-    #: Permission rules in order (last match wins) and the starting mode. The library
-    #: default is `bypass` with no rules: front ends pass what the configuration says.
-    permission_rules: tuple[Rule, ...] = ()
-    permission_mode: PermissionMode = PermissionMode.BYPASS
-    #: Headless runs cannot ask: `ask` becomes a policy denial unless `assume_yes`.
-    headless: bool = False
-    assume_yes: bool = False
-    #: Saves an "allow always for this project" rule (the config layer provides it).
-    save_allow_rule: Callable[[Rule], None] | None = None
-    hooks: tuple[HookSpec, ...] = ()
-    #: Tools beyond the built-ins (e.g. `load_skill`), registered the same way.
-    extra_tools: tuple[Tool, ...] = ()
-    #: The tool ids the agent selected, in order; None selects every tool.
-    tool_selection: tuple[str, ...] | None = None
-    #: The skills listed in the system prompt; a resumed session is told when they changed.
-    skills: tuple[Skill, ...] = ()
-    #: The configured model names this session may switch to (`set_model`), the one in
-    #: use (None: a built-in default or a raw `--model` id), and how to derive the options
-    #: for another one (the config layer provides it; reading its API key may run a command).
-    model_name: str | None = None
-    model_names: tuple[str, ...] = ()
-    options_for_model: Callable[[str], Awaitable[SessionOptions]] | None = None
-    #: The model's context window (None: a well-known model's default, else unknown),
-    #: its prices (None: cost unknown) and when and how to compact (rawtrio.context).
-    context_window: int | None = None
-    prices: ModelPrices | None = None
-    compaction: CompactionSettings = field(default_factory=CompactionSettings)
-    #: The MCP servers the agent selected (docs/mcp.md) and the agent's tool globs, which
-    #: also select among their tools (`mcp/<server>/<tool>` ids).
-    mcp_servers: Mapping[str, McpServerConfig] = field(default_factory=dict)
-    mcp_tool_patterns: tuple[str, ...] = ("*",)
-    #: Where MCP tool lists are cached (None: no cache; every server starts with the session).
-    mcp_cache_dir: Path | None = None
-    #: Resolves `{var = ...}` in MCP servers' env and headers (None: literals and env only).
-    variables: VariableResolver | None = None
 
 
 class Session:
@@ -154,21 +98,28 @@ class Session:
     ) -> None:
         self.record = record
         self.id = record.id
-        self.options = options
         self.cwd = options.cwd
         self.store = store
-        self.provider = provider
-        self._provider_factory = provider_factory
         self.registry = registry
-        self.context = context
-        self._seq = last_seq
-        self._hub = SubscriberHub()
+        self.redactor = options.tools.redactor
+        self.recorder = Recorder(
+            session_id=self.id,
+            store=store,
+            redactor=self.redactor,
+            context=context,
+            last_seq=last_seq,
+            note=note,
+        )
+        self.model = ModelBinding(
+            options=options,
+            provider=provider,
+            provider_factory=provider_factory,
+            recorder=self.recorder,
+            system_prompt=record.system_prompt,
+        )
+        self.compactions = CompactionState()
         self._turn: Turn | None = None
-        self._turns: dict[str, ev.TurnEnded] = {}
-        #: Writes of earlier turns' endings that a store fault stopped, oldest first.
-        self._unsaved: list[Write] = []
-        #: Host note for the next user message (§3.8); kept in the store until sent.
-        self._note = note
+        self._compaction: trio.CancelScope | None = None
         self._closing = False
         self._close_reason = "session closed"
         self._close_requested = trio.Event()
@@ -181,7 +132,6 @@ class Session:
             assume_yes=options.assume_yes,
         )
         self.approvals = ApprovalBroker()
-        self.redactor = options.tools.redactor
         self.hooks = HookRunner(
             options.hooks,
             session_id=self.id,
@@ -194,32 +144,40 @@ class Session:
         # The model-facing tool list is fixed for the session (modes never change it, so
         # the prompt cache survives): unconditionally denied tools are never shown.
         hidden = self.policy.hidden(t.id for t in registry.tools())
-        self.tool_specs = tuple(
+        self.model.tool_specs = tuple(
             spec
             for tool, spec in zip(registry.tools(), registry.specs(), strict=True)
             if tool.id not in hidden
         )
-        #: A hash of the tool definitions: part of the prompt-cache key, so the key changes
-        #: exactly when the tools do (set by `run`).
-        self.tools_digest = ""
         self.jobs: BackgroundJobs | None = None
         #: The session's MCP servers while it runs (None: none selected).
         self.mcp: McpServers | None = None
         self.plan: Plan | None = None
-        # Context management (rawtrio.context, rawtrio.runtime.compaction).
-        limits = limits_for(
-            options.provider.model,
-            context_window=options.context_window,
-            max_output_tokens=options.max_output_tokens,
-        )
-        self.accountant = Accountant(limits.context_window)
-        self.output_limit = limits.max_output_tokens
-        self._usage = UsageTotals(context_window=limits.context_window)
-        self._compaction: trio.CancelScope | None = None
-        self.auto_compacted_turn: str | None = None
-        self.compaction_no_help_at: int | None = None
-        self.compaction_futile = 0
-        self.last_compaction: ev.CompactionEnded | None = None
+
+    # --- what the parts hold, read by front ends and tests ------------------------------
+
+    @property
+    def options(self) -> SessionOptions:
+        """The options of the model in use (`set_model` replaces them)."""
+        return self.model.options
+
+    @property
+    def context(self) -> list[Message]:
+        """The model context as committed."""
+        return self.recorder.context
+
+    @property
+    def usage(self) -> UsageTotals:
+        """The session's running usage and cost totals, over every run of the session."""
+        return self.model.usage
+
+    @property
+    def tool_specs(self) -> tuple[ToolSpec, ...]:
+        return self.model.tool_specs
+
+    @property
+    def tools_digest(self) -> str:
+        return self.model.tools_digest
 
     # --- lifecycle (owned by the Runtime's nursery) ----------------------------------
 
@@ -238,9 +196,7 @@ class Session:
                     self.jobs = jobs
                     saved = await self.store.get_state(self.id, PLAN_STATE_KEY)
                     self.plan = Plan(plan_from_json(saved), on_change=self._plan_changed)
-                    self._usage = usage_from_json(
-                        await self.store.get_state(self.id, USAGE_STATE_KEY), self._usage
-                    )
+                    self.model.load_usage(await self.store.get_state(self.id, USAGE_STATE_KEY))
                     self._nursery = nursery
                     start = payloads.session_start("resume" if self.context else "startup")
                     await self.run_hooks(HookEvent.SESSION_START, start)
@@ -265,9 +221,9 @@ class Session:
             self._closing = True
             with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
                 cleanup.shield = True
-                await self.provider.aclose()
+                await self.model.provider.aclose()
                 await self.store.close_session(self.id)
-            self._hub.close_all()
+            self.recorder.hub.close_all()
             self._finished.set()
 
     def _open_mcp(self) -> AbstractAsyncContextManager[McpServers | None]:
@@ -310,15 +266,16 @@ class Session:
             added.append(tool)
         hidden = self.policy.hidden(t.id for t in added)
         names = {self.registry.provider_name(t.id) for t in added if t.id not in hidden}
-        self.tool_specs += tuple(s for s in self.registry.specs() if s.name in names)
+        self.model.tool_specs += tuple(s for s in self.registry.specs() if s.name in names)
 
     def _mcp_notice(self, level: str, text: str) -> None:
-        self.emit(ev.Notice(session_id=self.id, turn_id=self.running_turn, level=level, text=text))
+        notice = ev.Notice(session_id=self.id, turn_id=self.running_turn, level=level, text=text)
+        self.recorder.emit(notice)
 
     async def _check_tool_definitions(self) -> None:
         """Tell the model (once) when its tools changed since the session last ran."""
         now = tooldefs.fingerprints(self.tool_specs)
-        self.tools_digest = tooldefs.digest(now)
+        self.model.tools_digest = tooldefs.digest(now)
         before = await self.store.get_state(self.id, tooldefs.STATE_KEY)
         if before == now:
             return
@@ -326,14 +283,12 @@ class Session:
         note = tooldefs.changes(before, now)
         if note is None:
             return
-        self._note = f"{self._note}\n\n{note}" if self._note else note
-        await self.store.set_state(self.id, PENDING_NOTE_KEY, self._note)
-        self.emit(ev.Notice(session_id=self.id, level="info", text=note))
+        await self.recorder.add_note(note)
 
     async def _plan_changed(self, items: tuple[TodoItem, ...]) -> None:
         value = plan_to_json(items)
         await self.store.set_state(self.id, PLAN_STATE_KEY, value)
-        self.emit(
+        self.recorder.emit(
             ev.PlanUpdated(session_id=self.id, turn_id=self.running_turn, items=freeze(value))
         )
 
@@ -371,20 +326,13 @@ class Session:
         turn = Turn(id=uuid.uuid4().hex, text=text, client_request_id=client_request_id)
         self._turn = turn
         try:
-            await self._write_unsaved()
+            await self.recorder.write_unsaved()
             await self.store.begin_turn(self.id, turn.id, client_request_id)
         except BaseException:
             self._turn = None  # nothing started: the session takes the next submit
             raise
         self._nursery.start_soon(self._turn_task, turn, name=f"turn {turn.id}")
         return turn.id
-
-    async def _write_unsaved(self) -> None:
-        """Write what a store fault kept from earlier turns' endings, in order (raises the
-        store's error while it persists; what is still unsaved stays kept)."""
-        while self._unsaved:
-            await self._store_call(self._unsaved[0])
-            self._unsaved.pop(0)
 
     def cancel(self, reason: str = "cancelled by the user") -> bool:
         """Cancel the running turn (or compaction), if any. Returns whether there was one."""
@@ -399,7 +347,7 @@ class Session:
     async def wait_turn(self, turn_id: str) -> ev.TurnEnded:
         """Wait for a turn of this session (running or among the last `REMEMBER_ENDED`
         ended) to end."""
-        while turn_id not in self._turns:
+        while turn_id not in self.recorder.ended:
             turn = self._turn
             if turn is None or turn.id != turn_id:
                 raise KeyError(
@@ -407,7 +355,7 @@ class Session:
                     "not kept in this process: read it from the session's history"
                 )
             await turn.done.wait()
-        return self._turns[turn_id]
+        return self.recorder.ended[turn_id]
 
     async def run_turn(self, text: str, *, client_request_id: str | None = None) -> ev.TurnEnded:
         return await self.wait_turn(await self.submit(text, client_request_id=client_request_id))
@@ -426,12 +374,12 @@ class Session:
     def set_mode(self, mode: PermissionMode | str) -> None:
         """Switch the permission mode; it decides at call time, the tool list stays."""
         self.policy.set_mode(mode)
-        self.emit(ev.ModeChanged(session_id=self.id, mode=self.policy.mode.value))
+        self.recorder.emit(ev.ModeChanged(session_id=self.id, mode=self.policy.mode.value))
 
     @property
     def model_name(self) -> str:
         """The configured name of the model in use, else its model id."""
-        return self.options.model_name or self.options.provider.model
+        return self.model.name
 
     @property
     def model_names(self) -> tuple[str, ...]:
@@ -443,44 +391,25 @@ class Session:
         Raises `UsageError` for a name that is not configured, `TurnInProgress` while a
         turn or compaction runs, and what reading the model's API key raises
         (`NoCredentials`, `VariableError`); the session keeps its model then."""
-        derive = self.options.options_for_model
-        if derive is None or self._provider_factory is None or name not in self.model_names:
-            known = ", ".join(self.model_names) or "none"
-            raise UsageError(f"unknown model {name!r}; configured models: {known}")
+        self.model.check(name)
+        self._check_idle()
+        options, provider = await self.model.prepare(name)
+        try:
+            self._check_idle()  # a turn may have started meanwhile
+        except TurnInProgress:
+            await provider.aclose()
+            raise
+        await self.model.bind(name, options, provider)
+
+    def _check_idle(self) -> None:
         if self._turn is not None or self._compaction is not None:
             raise TurnInProgress(f"session {self.id} is busy; switch models between turns")
-        options = await derive(name)
-        # Building a client may import an SDK (~1 s the first time): off the event loop.
-        provider = await trio.to_thread.run_sync(self._provider_factory, options.provider)
-        if self._turn is not None or self._compaction is not None:  # started meanwhile
-            await provider.aclose()
-            raise TurnInProgress(f"session {self.id} is busy; switch models between turns")
-        old, self.provider, self.options = self.provider, provider, options
-        limits = limits_for(
-            options.provider.model,
-            context_window=options.context_window,
-            max_output_tokens=options.max_output_tokens,
-        )
-        self.accountant.window = limits.context_window
-        self.output_limit = limits.max_output_tokens
-        self._usage = dataclasses.replace(self._usage, context_window=limits.context_window)
-        with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
-            cleanup.shield = True
-            await old.aclose()
-        self.emit(
-            ev.ModelChanged(
-                session_id=self.id,
-                model=name,
-                model_id=options.provider.model,
-                provider=options.provider.kind,
-            )
-        )
 
     async def run_hooks(self, event: HookEvent, payload: Mapping[str, Any]) -> HookOutcome:
         """Run the hooks of `event`; warnings go to the user as notices."""
         outcome = await self.hooks.run(event, payload)
         for warning in outcome.warnings:
-            self.emit(
+            self.recorder.emit(
                 ev.Notice(
                     session_id=self.id, turn_id=self.running_turn, level="warning", text=warning
                 )
@@ -488,7 +417,7 @@ class Session:
         return outcome
 
     def _hook_receipt(self, r: HookReceipt) -> None:
-        self.emit(
+        self.recorder.emit(
             ev.HookRan(
                 session_id=self.id,
                 turn_id=self.running_turn,
@@ -507,142 +436,10 @@ class Session:
         )
 
     def subscribe(self, buffer: int = DEFAULT_BUFFER) -> Subscription:
-        return self._hub.subscribe(buffer)
+        return self.recorder.hub.subscribe(buffer)
 
     async def events_since(self, seq: int) -> list[ev.Event]:
         return await self.store.events_since(self.id, seq)
-
-    # --- used by the loop ---------------------------------------------------------------
-
-    def emit(self, event: E) -> E:
-        """Number, record and publish an event; returns it as subscribers got it.
-
-        Secret values are redacted here, so no event reaches a subscriber or the display
-        history with one in it."""
-        self._seq += 1
-        event = ev.with_seq(self.redactor.scrub(event), self._seq)
-        self.store.record_event(event)
-        self._hub.publish(event)
-        return event
-
-    def build_request(self) -> ModelRequest:
-        return ModelRequest(
-            system=self.record.system_prompt,
-            messages=tuple(self.context),
-            tools=self.tool_specs,
-            model=self.options.provider.model,
-            max_tokens=self.options.max_output_tokens,
-        )
-
-    async def _store_call(self, call: Callable[[], Awaitable[None]]) -> None:
-        """Run a store write that a cancellation can neither tear nor hang."""
-        with trio.move_on_after(CLEANUP_DEADLINE_S) as scope:
-            scope.shield = True
-            await call()
-        if scope.cancelled_caught:
-            raise StoreError(f"the session store did not answer within {CLEANUP_DEADLINE_S} s")
-
-    async def _durably(self, turn: Turn, messages: Sequence[Message]) -> None:
-        """Commit messages to the model context in one transaction (secrets redacted: the
-        tools already ran with what the model sent, the transcript never holds a secret)."""
-        messages = [self.redactor.scrub(m) for m in messages]
-        await self._store_call(lambda: self.store.commit(self.id, turn.id, messages))
-        self.context.extend(messages)
-
-    async def mark_started(self, turn: Turn, call: ToolCall) -> None:
-        """Durably note a call is starting; a cancel that landed meanwhile stops it (I4)."""
-        await self._store_call(lambda: self.store.mark_call_started(self.id, turn.id, call.id))
-        await trio.lowlevel.checkpoint()
-
-    async def commit_user_message(self, turn: Turn, hook_context: str | None = None) -> None:
-        note = self._note
-        text = "\n\n".join(t for t in (note, turn.text, hook_context) if t)
-        await self._durably(turn, [UserMessage(text)])
-        if note is not None:
-            self._note = None
-            await self._store_call(lambda: self.store.set_state(self.id, PENDING_NOTE_KEY, None))
-        self.emit(
-            ev.UserMessageCommitted(
-                session_id=self.id,
-                turn_id=turn.id,
-                text=turn.text,
-                note=note,
-                client_request_id=turn.client_request_id,
-            )
-        )
-
-    async def commit_note(self, turn: Turn, text: str) -> None:
-        """A host message to the model in the middle of a turn (e.g. a Stop hook's reason)."""
-        await self._durably(turn, [UserMessage(text)])
-        self.emit(ev.Notice(session_id=self.id, turn_id=turn.id, level="info", text=text))
-
-    async def commit_assistant(self, turn: Turn, done: StreamDone) -> None:
-        msg = done.message
-        sent = len(self.context)  # what the request carried: the provider counted it
-        await self._durably(turn, [msg])
-        turn.streaming = None
-        turn.pending = list(msg.tool_calls)
-        turn.final_text = msg.text
-        self.emit(
-            ev.AssistantMessageCommitted(
-                session_id=self.id,
-                turn_id=turn.id,
-                step=turn.step,
-                text=msg.text,
-                tool_calls=tuple((c.id, c.name, c.arguments) for c in msg.tool_calls),
-                stop_reason=done.stop_reason,
-            )
-        )
-        self.accountant.reported(done.usage, sent)
-        self.record_usage(done.usage, step=turn.step, turn_id=turn.id)
-
-    async def commit_results(self, turn: Turn, results: Sequence[ToolResult]) -> None:
-        await self._durably(turn, results)
-        ids = {r.call_id for r in results}
-        turn.pending = [c for c in turn.pending if c.id not in ids]
-        if turn.running is not None and turn.running.call.id in ids:
-            turn.running = None
-        for r in results:
-            self.emit(
-                ev.ToolCallFinished(
-                    session_id=self.id,
-                    turn_id=turn.id,
-                    call_id=r.call_id,
-                    name=r.name,
-                    status=r.status,
-                    content=r.content,
-                    started=r.started,
-                    denied_by=r.denied_by,
-                    details=r.details,
-                )
-            )
-
-    # --- context: usage, cost, compaction (rawtrio.context) ------------------------------
-
-    @property
-    def usage(self) -> UsageTotals:
-        """The session's running usage and cost totals, over every run of the session."""
-        return self._usage
-
-    def record_usage(self, u: UsageInfo, *, step: int, turn_id: str | None) -> None:
-        """Add one request's usage to the totals and emit `usage` (step 0: a summary)."""
-        cost = self.options.prices.cost(u) if self.options.prices is not None else None
-        self._usage = self._usage.add(u, cost)
-        self.emit(
-            ev.Usage(
-                session_id=self.id,
-                turn_id=turn_id,
-                step=step,
-                input_tokens=u.input_tokens,
-                output_tokens=u.output_tokens,
-                cache_read_tokens=u.cache_read_tokens,
-                cache_write_tokens=u.cache_write_tokens,
-                context_tokens=u.total_input_tokens,
-                context_window=self.accountant.window,
-                cost_usd=cost,
-                session_cost_usd=self._usage.cost_usd,
-            )
-        )
 
     async def compact(self, focus: str | None = None) -> ev.CompactionEnded:
         """Compact the model context now (`/compact [focus]`); cancellable with `cancel`.
@@ -665,16 +462,7 @@ class Session:
                 with scope:
                     result.append(await compaction.run_compaction(self, "manual", focus, None))
             finally:
-                saved = usage_to_json(self._usage)
-
-                async def save_usage() -> None:
-                    await self.store.set_state(self.id, USAGE_STATE_KEY, saved)
-
-                try:
-                    await self._store_call(save_usage)
-                except StoreError as exc:  # kept for the next turn; the session goes on
-                    log.warning("session %s: usage totals not saved yet: %s", self.id, exc)
-                    self._unsaved.append(save_usage)
+                await self.recorder.save_usage(self.model.usage_json())
                 self._compaction = None
                 done.set()
 
@@ -690,18 +478,8 @@ class Session:
         if result:
             return result[0]
         # Cancelled: run_compaction emitted its `cancelled` ending before unwinding.
-        assert self.last_compaction is not None
-        return self.last_compaction
-
-    async def replace_context(self, turn_id: str | None, messages: Sequence[Message]) -> None:
-        """Compaction's one change: the model context becomes `messages`, durably (the
-        summary is model output: scrubbed like every committed message)."""
-        batch = [self.redactor.scrub(m) for m in messages]
-        await self._store_call(lambda: self.store.replace_context(self.id, turn_id, batch))
-        self.context[:] = batch
-        self.accountant.reset()
-        size = self.accountant.request_tokens(self.build_request())
-        self._usage = dataclasses.replace(self._usage, context_tokens=size)
+        assert self.compactions.last is not None
+        return self.compactions.last
 
     # --- the turn task ------------------------------------------------------------------
 
@@ -723,96 +501,13 @@ class Session:
         finally:
             with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
                 cleanup.shield = True
-                await self._finish_turn(turn, outcome, reason)
+                try:
+                    usage = self.model.usage_json()
+                    await self.recorder.finish_turn(turn, outcome, reason, usage)
+                finally:
+                    self._turn = None
+                    turn.done.set()
             if outcome is TurnOutcome.CANCELLED and not self._closing and self._nursery:
                 # Interrupt hooks run after the turn, owned by the session, not the turn.
                 interrupt = payloads.interrupt(turn_id=turn.id, reason=reason)
                 self._nursery.start_soon(self.run_hooks, HookEvent.INTERRUPT, interrupt)
-
-    async def _finish_turn(self, turn: Turn, outcome: TurnOutcome, reason: str) -> None:
-        """Record what the turn cut, then its one outcome (I1, I2, I5). Runs shielded.
-
-        Never raises: a store fault in any of these writes turns the outcome into `error`
-        with the store's message, keeps the failed write (and every later one) for the
-        next turn, and the `turn_ended` event is emitted all the same."""
-        failed: list[StoreError] = []
-        outcome_stored = False  # once it is, the event says what the store holds (I2)
-
-        async def write(w: Write) -> None:
-            nonlocal outcome, reason
-            if failed:  # the store is failing: keep the order, try again next turn
-                self._unsaved.append(w)
-                return
-            try:
-                await w()
-            except StoreError as exc:
-                failed.append(exc)
-                self._unsaved.append(w)
-                if outcome is not TurnOutcome.ERROR and not outcome_stored:
-                    outcome, reason = TurnOutcome.ERROR, str(exc)
-
-        try:
-            cut: list[str] = []
-            if turn.streaming is not None:
-                self.emit(
-                    ev.StreamInterrupted(
-                        session_id=self.id,
-                        turn_id=turn.id,
-                        step=turn.streaming.step,
-                        partial_text=turn.streaming.text,
-                        reason=reason,
-                    )
-                )
-                cut.append("your reply was cut off while streaming and was not kept")
-                turn.streaming = None
-            if turn.pending:
-                results = [loop.cancelled_result(c, turn.running, reason) for c in turn.pending]
-                if outcome is not TurnOutcome.CANCELLED:
-                    results = [_as_error(r, reason) for r in results]
-                cut.extend(f"tool call {r.name} ({r.call_id}): {r.content}" for r in results)
-                await write(lambda: self.commit_results(turn, results))
-            usage = usage_to_json(self._usage)
-            await write(lambda: self.store.set_state(self.id, USAGE_STATE_KEY, usage))
-            # Late-bound: a retried outcome is the one the turn ended with.
-            await write(lambda: self.store.end_turn(self.id, turn.id, outcome, reason))
-            outcome_stored = not failed
-            if cut and outcome in (TurnOutcome.CANCELLED, TurnOutcome.ERROR):
-                note = self._note = _interruption_note(outcome, reason, cut)
-                await write(lambda: self.store.set_state(self.id, PENDING_NOTE_KEY, note))
-            if failed:
-                self.emit(
-                    ev.Notice(
-                        session_id=self.id,
-                        turn_id=turn.id,
-                        level="error",
-                        text=f"{failed[0]}. What was not saved is written before the next "
-                        "turn starts; nothing saved before was lost.",
-                    )
-                )
-        finally:
-            ended = ev.TurnEnded(
-                session_id=self.id,
-                turn_id=turn.id,
-                outcome=outcome,
-                reason=reason,
-                steps=turn.step,
-                final_text=turn.final_text,
-            )
-            self._turns[turn.id] = self.emit(ended)
-            while len(self._turns) > REMEMBER_ENDED:
-                self._turns.pop(next(iter(self._turns)))
-            self._turn = None
-            turn.done.set()
-
-
-def _as_error(r: ToolResult, reason: str) -> ToolResult:
-    content = f"the turn ended with an error ({reason}); {r.content}"
-    return dataclasses.replace(r, status=ToolStatus.ERROR, content=content)
-
-
-def _interruption_note(outcome: TurnOutcome, reason: str, cut: list[str]) -> str:
-    what = "was cancelled" if outcome is TurnOutcome.CANCELLED else "ended with an error"
-    lines = [f"[rawtrio: the previous turn {what} ({reason}) at {time.strftime('%H:%M:%S')}."]
-    lines += [f"- {c}" for c in cut]
-    lines.append("Continue from the current state; do not assume cut work was done.]")
-    return "\n".join(lines)

@@ -2,7 +2,8 @@
 
 The loop updates this state in the same synchronous stretch as each commit (no
 checkpoint in between), so whenever a cancellation lands the state says exactly what is
-committed, what is streaming and which call is running.
+committed, what is streaming and which call is running. The results a cut or unrun call
+gets (`cancelled_result`, `not_run`) are made from this state, here.
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from dataclasses import dataclass, field
 
 import trio
 
-from rawtrio.messages import ToolCall
+from rawtrio.contracts import ToolStatus
+from rawtrio.frozen import freeze, thaw
+from rawtrio.messages import ToolCall, ToolResult
 from rawtrio.tools.base import ToolContext
 
 
@@ -55,3 +58,48 @@ class Turn:
         if not self.scope.cancel_called:
             self.cancel_reason = reason
             self.scope.cancel(reason=reason)
+
+
+def result(call: ToolCall, status: ToolStatus, content: str) -> ToolResult:
+    """The result of a call that never started."""
+    return ToolResult(call.id, call.name, status, content, started=False)
+
+
+def not_run(call: ToolCall, max_steps: int) -> ToolResult:
+    return result(
+        call,
+        ToolStatus.NOT_RUN,
+        f"not run: the turn reached its limit of {max_steps} model requests",
+    )
+
+
+def cancelled_result(call: ToolCall, running: RunningCall | None, reason: str) -> ToolResult:
+    """The honest result of a call a cancellation cut (I5)."""
+    if running is None or running.call.id != call.id:
+        return result(
+            call,
+            ToolStatus.CANCELLED,
+            f"not run: the turn was cancelled ({reason}) before this call started",
+        )
+    elapsed = round(time.monotonic() - running.started_at, 3)
+    report = running.ctx.cancel_report
+    if report is not None:
+        details = {"elapsed_s": elapsed, **thaw(report.details)}
+        # A handler cancelled before it started anything says so (`started=False`).
+        started = bool(details.pop("started", True))
+        return ToolResult(
+            call.id,
+            call.name,
+            ToolStatus.CANCELLED,
+            report.content,
+            started=started,
+            details=freeze(details),
+        )
+    return ToolResult(
+        call.id,
+        call.name,
+        ToolStatus.CANCELLED,
+        f"started, then cancelled after {elapsed} s ({reason}); it may have had partial effects",
+        started=True,
+        details=freeze({"elapsed_s": elapsed}),
+    )

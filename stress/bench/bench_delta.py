@@ -124,7 +124,7 @@ async def synthetic_turn(cwd: Path, count: int) -> float:
         turn_s = await timed_turn(session)
         await session.close()
     started = time.perf_counter()
-    async with provider.stream(session.build_request()) as events:
+    async with provider.stream(session.model.build_request()) as events:
         async for _ in events:
             pass
     return turn_s - (time.perf_counter() - started)
