@@ -42,4 +42,5 @@ def log_to_stream(stream: IO[str]) -> None:
 def log_to_file(path: Path) -> None:
     """Append log records to `path` (created 0600 in a 0700 folder, tightened if looser)."""
     private_file(path)
-    _install(logging.FileHandler(path, encoding="utf-8"))
+    # backslashreplace: no record can fail to be written (a lone surrogate in a message).
+    _install(logging.FileHandler(path, encoding="utf-8", errors="backslashreplace"))

@@ -107,13 +107,10 @@ def main(argv: list[str], latch: SignalLatch | None = None) -> int:
         parser.error("--max-pending-handshakes: expected at least 1")
     if args.max_message < 1024:
         parser.error("--max-message: expected at least 1024 bytes")
-    handler: logging.Handler = (
-        logging.FileHandler(args.log_file, encoding="utf-8", errors="backslashreplace")
-        if args.log_file
-        else logging.StreamHandler(sys.stderr)
-    )
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
-    logging.basicConfig(level=logging.WARNING, handlers=[handler])
+    if args.log_file:  # else the log stays on stderr (the entry point put it there)
+        from rawtrio.logs import log_to_file
+
+        log_to_file(Path(args.log_file))
     out_fd = None
     if not args.ws:
         from rawtrio.acp.stdio import protocol_stdout

@@ -12,6 +12,7 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -398,3 +399,28 @@ def test_a_model_reply_that_is_not_unicode_reaches_the_client_as_replacement_cha
     assert "".join(chunks) == "bad \ufffd text"
     assert client.proc.poll() is None
     assert "result" in client.call("session/list", {})
+
+
+def test_log_file_gets_the_log_and_stderr_does_not(
+    fake_model: FakeModel, iso: Isolation, tmp_path: Path
+) -> None:
+    """`--log-file` used to be ignored: the entry point's stderr handler was there first."""
+    log_file = tmp_path / "logs" / "acp.log"
+    proc = subprocess.Popen(
+        acp_argv(fake_model, "--log-file", str(log_file)),
+        env=acp_env(iso),
+        cwd=iso.cwd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    # A notification that is not Unicode is dropped with a warning in the log.
+    _out, err = proc.communicate(
+        r'{"jsonrpc": "2.0", "method": "session/cancel\udc00", "params": {}}' + "\n",
+        timeout=LIVENESS_S,
+    )
+    assert proc.returncode == 0, err
+    assert "notification dropped" in log_file.read_text(encoding="utf-8")
+    assert "notification dropped" not in err
+    assert log_file.stat().st_mode & 0o777 == 0o600
