@@ -25,7 +25,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,6 +45,7 @@ from rawtrio.runtime.view import (
 )
 from rawtrio.tui.blocks import Transcript
 from rawtrio.tui.editor import History, PromptEdit
+from rawtrio.tui.host import ChatSetup
 from rawtrio.tui.permission import PermissionPrompt
 
 if TYPE_CHECKING:
@@ -133,23 +134,6 @@ class Usage:
         self.context_window = e.context_window or self.context_window
         if e.session_cost_usd is not None:
             self.session_cost_usd = e.session_cost_usd
-
-
-@dataclass
-class ChatSetup:
-    """What the app starts with; `runtime` stays None until the boot task configures it
-    (`ChatApp.configure`), and for good when no model is configured (`show_guide`)."""
-
-    runtime: Runtime | None
-    options: SessionOptions | None
-    agent: str
-    history_path: Path | None
-    #: Shown at the top of the chat (first-run guide, demo introduction).
-    banner: list[Any] = field(default_factory=list)
-    #: Prompts pre-filled one after the other (the demo's script).
-    script: list[str] = field(default_factory=list)
-    #: Makes new options for `/agent NAME` (None where agents cannot change).
-    options_for_agent: Callable[[str], Any] | None = None
 
 
 class ChatApp:

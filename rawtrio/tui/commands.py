@@ -21,14 +21,14 @@ from rawtrio.permissions.rules import PermissionMode
 
 if TYPE_CHECKING:
     from rawtrio.store.base import SessionRecord
-    from rawtrio.tui.app import ChatApp
+    from rawtrio.tui.host import ChatHost
 
-Handler = Callable[["ChatApp", str], Awaitable[None]]
+Handler = Callable[["ChatHost", str], Awaitable[None]]
 #: Sessions the picker lists at most.
 PICKER_LIMIT = 50
 
 
-async def run_command(app: ChatApp, text: str) -> None:
+async def run_command(app: ChatHost, text: str) -> None:
     """Run `/name args`; a failure is shown in the transcript, never raised."""
     name, _, arg = text.strip().partition(" ")
     handler = COMMANDS.get(name)
@@ -42,17 +42,17 @@ async def run_command(app: ChatApp, text: str) -> None:
     app.refresh_status()
 
 
-def _need_runtime(app: ChatApp) -> None:
+def _need_runtime(app: ChatHost) -> None:
     if app.runtime is None or app.options is None:
         raise UsageError("no model is configured (see the guide above, or try /demo)")
 
 
-def _idle(app: ChatApp, what: str) -> None:
+def _idle(app: ChatHost, what: str) -> None:
     if app.busy:
         raise TurnInProgress(f"a turn is running; cancel it first (Ctrl-C) to {what}")
 
 
-async def _help(app: ChatApp, arg: str) -> None:
+async def _help(app: ChatHost, arg: str) -> None:
     lines = ["  commands:"]
     lines += [f"    {name:<10} {desc}" for name, (_, desc) in COMMANDS.items()]
     lines += [
@@ -64,13 +64,13 @@ async def _help(app: ChatApp, arg: str) -> None:
     app.transcript.note("\n".join(lines), "notice")
 
 
-async def _new(app: ChatApp, arg: str) -> None:
+async def _new(app: ChatHost, arg: str) -> None:
     _need_runtime(app)
     _idle(app, "start a new session")
     await _switch(app, None)
 
 
-async def _switch(app: ChatApp, session_id: str | None, *, fork: bool = False) -> None:
+async def _switch(app: ChatHost, session_id: str | None, *, fork: bool = False) -> None:
     runtime, options = app.runtime, app.options
     assert runtime is not None
     assert options is not None
@@ -96,7 +96,7 @@ async def _switch(app: ChatApp, session_id: str | None, *, fork: bool = False) -
     app.transcript.note(f"  {what} session {session.id}", "dim")
 
 
-async def _resume(app: ChatApp, arg: str) -> None:
+async def _resume(app: ChatHost, arg: str) -> None:
     _need_runtime(app)
     _idle(app, "switch sessions")
     if not arg:
@@ -105,7 +105,7 @@ async def _resume(app: ChatApp, arg: str) -> None:
     await _switch(app, await resolve_id(app.runtime, arg))
 
 
-async def _fork(app: ChatApp, arg: str) -> None:
+async def _fork(app: ChatHost, arg: str) -> None:
     _need_runtime(app)
     _idle(app, "fork")
     if app.session is None:
@@ -113,7 +113,7 @@ async def _fork(app: ChatApp, arg: str) -> None:
     await _switch(app, app.session.id, fork=True)
 
 
-async def _sessions(app: ChatApp, arg: str) -> None:
+async def _sessions(app: ChatHost, arg: str) -> None:
     _need_runtime(app)
     assert app.runtime is not None
     cwd = str(app.session.cwd) if app.session is not None else None
@@ -137,7 +137,7 @@ async def _sessions(app: ChatApp, arg: str) -> None:
     app.open_picker(SessionPicker(records, lambda r: app.nursery.start_soon(pick, r)))
 
 
-async def _compact(app: ChatApp, arg: str) -> None:
+async def _compact(app: ChatHost, arg: str) -> None:
     _need_runtime(app)
     session = app.session
     if session is None:
@@ -152,7 +152,7 @@ async def _compact(app: ChatApp, arg: str) -> None:
         app.compacting = False
 
 
-async def _agent(app: ChatApp, arg: str) -> None:
+async def _agent(app: ChatHost, arg: str) -> None:
     _need_runtime(app)
     if not arg:
         app.transcript.note(f"  agent: {app.agent} (/agent NAME starts a session with another)")
@@ -167,7 +167,7 @@ async def _agent(app: ChatApp, arg: str) -> None:
     app.transcript.note(f"  agent {agent}: new session (an agent's prompt is fixed per session)")
 
 
-async def _model(app: ChatApp, arg: str) -> None:
+async def _model(app: ChatHost, arg: str) -> None:
     _need_runtime(app)
     session = app.session
     if session is None:
@@ -182,7 +182,7 @@ async def _model(app: ChatApp, arg: str) -> None:
     app.transcript.note(f"  model: {session.model_name} from the next request on")
 
 
-async def _mode(app: ChatApp, arg: str) -> None:
+async def _mode(app: ChatHost, arg: str) -> None:
     _need_runtime(app)
     session = app.session
     if session is None:
@@ -198,7 +198,7 @@ async def _mode(app: ChatApp, arg: str) -> None:
     session.set_mode(mode)
 
 
-async def _cost(app: ChatApp, arg: str) -> None:
+async def _cost(app: ChatHost, arg: str) -> None:
     if app.session is None:
         raise UsageError("no session yet")
     t = app.session.usage
@@ -214,15 +214,15 @@ async def _cost(app: ChatApp, arg: str) -> None:
     app.transcript.note("\n".join(lines))
 
 
-async def _clear(app: ChatApp, arg: str) -> None:
+async def _clear(app: ChatHost, arg: str) -> None:
     app.transcript.clear()
 
 
-async def _quit(app: ChatApp, arg: str) -> None:
+async def _quit(app: ChatHost, arg: str) -> None:
     app.request_exit()
 
 
-async def _demo(app: ChatApp, arg: str) -> None:
+async def _demo(app: ChatHost, arg: str) -> None:
     app.next_action = "demo"
     app.request_exit()
 

@@ -35,7 +35,8 @@ import urwid
 from rawtrio.contracts import ExitCode
 from rawtrio.errors import NoCredentials, RawtrioError, exit_code_for
 from rawtrio.store.paths import state_dir
-from rawtrio.tui.app import PALETTE, TICK_S, ChatApp, ChatSetup
+from rawtrio.tui.app import PALETTE, TICK_S, ChatApp
+from rawtrio.tui.host import ChatSetup
 
 if TYPE_CHECKING:
     from rawtrio.cli.signals import SignalLatch

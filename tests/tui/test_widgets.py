@@ -9,9 +9,10 @@ import trio
 from rawtrio import events as ev
 from rawtrio.contracts import ToolStatus, TurnOutcome
 from rawtrio.frozen import freeze
-from rawtrio.tui.app import ChatApp, ChatSetup
+from rawtrio.tui.app import ChatApp
 from rawtrio.tui.blocks import Transcript
 from rawtrio.tui.editor import History, PromptEdit
+from rawtrio.tui.host import ChatSetup
 
 S = "session"
 
