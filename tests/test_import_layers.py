@@ -3,7 +3,7 @@
 Every import counts, also one under `TYPE_CHECKING` or inside a function: a cycle that only
 type checking follows still ties two modules together. Checked: no import cycle among the
 front ends and the application, none inside the runtime, and front ends never reach below
-the runtime's public API into providers, the SQLite store, tool implementations or the
+the runtime's public API into providers, the SQLite store, the tools package or the
 testing helpers."""
 
 from __future__ import annotations
@@ -17,7 +17,12 @@ import rawtrio
 PACKAGE = Path(rawtrio.__file__).parent
 FRONT_ENDS = ("rawtrio.cli", "rawtrio.tui", "rawtrio.acp")
 #: What a front end never imports (it goes through `rawtrio.app` and `rawtrio.runtime`).
-BELOW_THE_RUNTIME = ("rawtrio.providers", "rawtrio.store.sqlite", "rawtrio.testing")
+BELOW_THE_RUNTIME = (
+    "rawtrio.providers",
+    "rawtrio.store.sqlite",
+    "rawtrio.testing",
+    "rawtrio.tools",
+)
 
 
 def module_name(path: Path) -> str:
