@@ -18,6 +18,13 @@ Keys (`on_key`, called before any widget sees the key):
   one first); while one is selected Enter shows / hides its details only, PgUp/PgDn and
   Ctrl-O work as usual, and Esc or any other key (typing) deselects it and goes back to the
   prompt — that key then does what it always does (Esc during a turn still cancels it).
+
+Why this module is longer than most (~650 lines): every key above reads and changes the same
+few pieces of state (the running turn, the queue, the open prompt, the selection) in one
+synchronous stretch, and keeping them on one object is what makes Ctrl-C always land the
+same way. What does not touch that state lives elsewhere: drawing the transcript
+(`blocks.py`), the slash commands (`commands.py`, through `host.ChatHost`), the permission
+prompt (`permission.py`), the input editor (`editor.py`).
 """
 
 from __future__ import annotations
