@@ -9,6 +9,8 @@ testing helpers."""
 from __future__ import annotations
 
 import ast
+import subprocess
+import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
@@ -117,3 +119,19 @@ def test_front_ends_never_import_below_the_runtime() -> None:
         if module.startswith(FRONT_ENDS)
     }
     assert {k: v for k, v in found.items() if v} == {}
+
+
+def test_the_chats_first_frame_does_not_load_the_runtime() -> None:
+    """The terminal chat draws its prompt before the runtime is imported (in a thread,
+    behind it): importing the chat's screen must not pull in the session, the tools, the
+    providers or the config schema through `rawtrio.runtime`'s public API."""
+    code = (
+        "import sys, rawtrio.tui.app, rawtrio.tui.runner\n"
+        "heavy = ('rawtrio.runtime.session', 'rawtrio.tools.registry', 'rawtrio.providers',"
+        " 'pydantic', 'jsonschema')\n"
+        "print(','.join(m for m in heavy if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == ""
