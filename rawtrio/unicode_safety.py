@@ -20,7 +20,7 @@ import re
 from typing import Any, Final, TextIO
 
 _SURROGATE: Final = re.compile("[\ud800-\udfff]")
-#: A JSON `\\uXXXX` escape in the surrogate range: the only way JSON text decoded from
+#: A JSON `\\ud800`…`\\udfff` escape (the surrogate range): the only way JSON text decoded from
 #: valid UTF-8 can yield a lone surrogate, so frames without one need no deeper look.
 _SURROGATE_ESCAPE: Final = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 REPLACEMENT: Final = "\ufffd"
