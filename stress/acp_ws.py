@@ -270,11 +270,11 @@ async def run(budget: float, connections: int, seed: int) -> tuple[int, str]:
             )
             try:
                 assert proc.stderr is not None
-                line = await _first_line(proc.stderr)
+                line = await first_line(proc.stderr)
                 info = json.loads(line)
                 deadline = trio.current_time() + budget
                 async with trio.open_nursery() as nursery:
-                    nursery.start_soon(_drain, proc.stderr)
+                    nursery.start_soon(drain, proc.stderr)
                     async with trio.open_nursery() as clients:
                         for i in range(connections):
                             clients.start_soon(
@@ -318,13 +318,13 @@ async def run(budget: float, connections: int, seed: int) -> tuple[int, str]:
     return (1 if failed else 0), stats.summary
 
 
-async def _drain(stream: trio.abc.ReceiveStream) -> None:
+async def drain(stream: trio.abc.ReceiveStream) -> None:
     """Read the server's log so it never blocks writing it (the text is not needed)."""
     while await stream.receive_some(65536):
         pass
 
 
-async def _first_line(stream: trio.abc.ReceiveStream) -> str:
+async def first_line(stream: trio.abc.ReceiveStream) -> str:
     data = b""
     while b"\n" not in data:
         chunk = await stream.receive_some(4096)

@@ -25,7 +25,7 @@ import trio
 from trio_websocket import open_websocket_url
 
 from rawtrio.testing.fake_model import Scenario, open_fake_model_server
-from stress.acp_ws import Client, Stats
+from stress.acp_ws import Client, Stats, drain, first_line
 from stress.bench.common import Figure, Options
 
 DEFAULT_RUNS = 1000
@@ -64,9 +64,9 @@ async def run(options: Options) -> list[Figure]:
             )
             try:
                 assert proc.stderr is not None
-                info = json.loads(await _first_line(proc.stderr))
+                info = json.loads(await first_line(proc.stderr))
                 async with trio.open_nursery() as nursery:
-                    nursery.start_soon(_drain, proc.stderr)
+                    nursery.start_soon(drain, proc.stderr)
                     baseline, final = await _sessions(info, str(cwd), proc.pid, sessions)
                     nursery.cancel_scope.cancel(reason="measured")
             finally:
@@ -116,19 +116,3 @@ async def _sessions(info: dict[str, Any], cwd: str, pid: int, count: int) -> tup
         final = rss_mb(pid)
         nursery.cancel_scope.cancel(reason="measured")
     return baseline, final
-
-
-async def _drain(stream: trio.abc.ReceiveStream) -> None:
-    """Read the server's log so it never blocks writing it."""
-    while await stream.receive_some(65536):
-        await trio.lowlevel.checkpoint()
-
-
-async def _first_line(stream: trio.abc.ReceiveStream) -> str:
-    data = b""
-    while b"\n" not in data:
-        chunk = await stream.receive_some(4096)
-        if not chunk:
-            raise RuntimeError(f"rawtrio acp --ws ended: {data.decode(errors='replace')}")
-        data += chunk
-    return data.split(b"\n", 1)[0].decode()
