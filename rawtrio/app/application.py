@@ -20,7 +20,7 @@ import argparse
 import contextlib
 import copy
 import tempfile
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -70,16 +70,26 @@ class App:
         return await resolve_id(self.runtime, text)
 
     async def options_for(
-        self, *, cwd: Path | None = None, agent: str | None = None
+        self,
+        *,
+        cwd: Path | None = None,
+        agent: str | None = None,
+        overrides: argparse.Namespace | None = None,
+        env: Mapping[str, str] | None = None,
+        headless: bool | None = None,
     ) -> SessionSetup:
         """The options for another working directory or agent, from the same overrides,
-        configuration and environment (`ConfigError`, `NoCredentials` as at open)."""
-        overrides = copy.copy(self._overrides)
+        configuration and environment (`ConfigError`, `NoCredentials` as at open).
+
+        A host resolves an attached client's session with the client's own `overrides`
+        (its session flags), `env` and `headless` instead of the host's."""
+        overrides = copy.copy(self._overrides if overrides is None else overrides)
         if cwd is not None:
             overrides.cwd = str(cwd)
         if agent is not None:
             overrides.agent = agent
-        return await prepare_session(overrides, headless=self._headless)
+        headless = self._headless if headless is None else headless
+        return await prepare_session(overrides, headless=headless, env=env)
 
     def _setup(self) -> SessionSetup:
         if self.setup is None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -63,8 +63,13 @@ class SessionSetup:
     agent: str
 
 
-async def prepare_session(args: argparse.Namespace, *, headless: bool) -> SessionSetup:
+async def prepare_session(
+    args: argparse.Namespace, *, headless: bool, env: Mapping[str, str] | None = None
+) -> SessionSetup:
     """Resolve configuration, flags and environment into a session's options.
+
+    `env` is the environment to resolve against (API keys, `RAWTRIO_*`, variables): this
+    process's by default, an attached client's on a host (docs/contracts.md).
 
     ConfigError (exit 2) for bad configuration or flags; NoCredentials (exit 4) when the
     model's API key is missing. Reads the API key (and other variables) only here. The
@@ -73,11 +78,12 @@ async def prepare_session(args: argparse.Namespace, *, headless: bool) -> Sessio
     args.headless = headless
     # The reads are bounded (rawtrio.config.safe_read: no FIFO, device or endless file), and
     # a cancelled caller does not wait for the thread.
-    found = await trio.to_thread.run_sync(_resolve_files, args, abandon_on_cancel=True)
+    env = os.environ if env is None else env
+    found = await trio.to_thread.run_sync(_resolve_files, args, env, abandon_on_cancel=True)
     resolved, cwd, skills = found.resolved, found.cwd, found.skills
-    variables = VariableResolver(resolved.variables, env=os.environ, cwd=cwd)
+    variables = VariableResolver(resolved.variables, env=env, cwd=cwd)
     for env_name in sorted(set(API_KEY_ENV.values())):
-        if value := os.environ.get(env_name):
+        if value := env.get(env_name):
             variables.redactor.add(env_name, value)
     LOG_FILTER.watch(variables.redactor)
     # --provider / --base-url were applied by the resolution, which never pairs a key with
@@ -116,7 +122,7 @@ async def prepare_session(args: argparse.Namespace, *, headless: bool) -> Sessio
         permission_mode=PermissionMode(resolved.permission_mode),
         headless=headless,
         assume_yes=resolved.assume_yes,
-        save_allow_rule=_rule_saver(resolved, cwd),
+        save_allow_rule=_rule_saver(resolved, cwd, env),
         hooks=tuple(hooks),
         extra_tools=extra_tools,
         tool_selection=resolved.select_tools(tool_ids),
@@ -128,7 +134,7 @@ async def prepare_session(args: argparse.Namespace, *, headless: bool) -> Sessio
         compaction=CompactionSettings(**resolved.compaction.model_dump()),
         mcp_servers=resolved.mcp_servers,
         mcp_tool_patterns=resolved.tools,
-        mcp_cache_dir=mcp_cache_dir(os.environ),
+        mcp_cache_dir=mcp_cache_dir(env),
         variables=variables,
     )
 
@@ -166,18 +172,20 @@ class _Found:
     warnings: tuple[str, ...]
 
 
-def _resolve_files(args: argparse.Namespace) -> _Found:
+def _resolve_files(args: argparse.Namespace, env: Mapping[str, str]) -> _Found:
     cwd = Path(getattr(args, "cwd", None) or os.getcwd()).resolve()
     if not cwd.is_dir():
         raise UsageError(f"--cwd: {cwd} is not a directory")
-    resolved = resolve_session_config(args, cwd, os.environ)
+    resolved = resolve_session_config(args, cwd, env)
     extra = [Path(p).expanduser() for p in resolved.skill_dirs]
     discovery = discover_skills(default_skill_roots(cwd, extra), project=project_root(cwd))
     skills = [s for s in discovery.skills if select_tools(resolved.skills, [s.name])]
     return _Found(resolved, cwd, skills, discovery.warnings)
 
 
-def _rule_saver(resolved: ResolvedAgent, cwd: Path) -> Callable[[Rule], None]:
+def _rule_saver(
+    resolved: ResolvedAgent, cwd: Path, env: Mapping[str, str]
+) -> Callable[[Rule], None]:
     """Saves "allow always for this project" rules to the project's config file."""
 
     def save(rule: Rule) -> None:
@@ -188,7 +196,7 @@ def _rule_saver(resolved: ResolvedAgent, cwd: Path) -> Callable[[Rule], None]:
             rule.match,
             when.path if when else None,
             when.regex.pattern if when else None,
-            trust_store=TrustStore.default(os.environ),
+            trust_store=TrustStore.default(env),
         )
 
     return save

@@ -30,7 +30,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
-import platformdirs
 from pydantic import ValidationError
 
 from rawtrio.config.errors import (
@@ -45,8 +44,8 @@ from rawtrio.config.errors import (
 from rawtrio.config.safe_read import MAX_CONFIG_BYTES, UnsafeFileError, read_bounded
 from rawtrio.config.schema import AgentConfig, RawtrioConfig, ValueRef
 from rawtrio.config.trust import ProjectTrust, TrustStore
+from rawtrio.config.user_path import user_config_path as user_config_path
 
-CONFIG_ENV: Final = "RAWTRIO_CONFIG"
 PROJECT_FILE: Final = Path(".rawtrio") / "config.toml"
 BUILTIN_AGENT: Final = "default"
 #: Tables and arrays nested deeper than this are refused (a real config nests about 5 deep;
@@ -89,15 +88,6 @@ class LoadedConfig:
         if found is None and name == BUILTIN_AGENT:
             return AgentConfig()
         return found
-
-
-def user_config_path(cli_config: str | None, env: Mapping[str, str]) -> tuple[Path, bool]:
-    """The user file and whether it was named explicitly (then it must exist)."""
-    if cli_config:
-        return Path(cli_config).expanduser(), True
-    if env.get(CONFIG_ENV):
-        return Path(env[CONFIG_ENV]).expanduser(), True
-    return platformdirs.user_config_path("rawtrio") / "config.toml", False
 
 
 def repo_root(cwd: Path) -> Path | None:
@@ -237,6 +227,9 @@ def read_layer(
     folders it names must lie inside it (those outside are left out, with a notice)."""
     raw, digest = read_toml_with_digest(path, within=within)
     notices = _confine_skill_dirs(raw, path, within) if within is not None else ()
+    if kind == "project" and "host" in raw:
+        del raw["host"]
+        notices = (*notices, f"{path}: [host] is read from the user config file only; ignored")
     data = _absolutize(raw, path.parent)
     try:
         RawtrioConfig.model_validate(data)

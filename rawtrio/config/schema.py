@@ -267,6 +267,20 @@ class AgentConfig(_Strict):
         return self
 
 
+class HostConfig(_Strict):
+    """The warm host (`rawtrio serve`). Read from the user config file only: a project
+    never decides whether a background host runs. `rawtrio.host.settings` reads the same
+    table without pydantic, before a front end decides whether to attach."""
+
+    #: `auto`: a front end attaches when a host of the same version is running; `never`:
+    #: it always runs in its own process.
+    attach: Literal["auto", "never"] = "auto"
+    #: A front end that finds no host starts one (detached) and attaches.
+    autostart: bool = False
+    #: A host with no client and no running turn exits after this many seconds (0: never).
+    idle_exit: NonNegativeFloat = 1800.0
+
+
 class RawtrioConfig(_Strict):
     """The whole file. Every table is optional; an empty file is valid."""
 
@@ -281,3 +295,5 @@ class RawtrioConfig(_Strict):
     hooks: list[HookConfig] = Field(default_factory=list)
     #: Extra folders to look for skills in.
     skill_dirs: list[NonEmptyStr] = Field(default_factory=list)
+    #: The warm host (user file only; ignored with a notice in a project file).
+    host: HostConfig = Field(default_factory=HostConfig)

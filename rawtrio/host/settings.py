@@ -1,0 +1,65 @@
+"""The `[host]` table of the user config file, read without pydantic: a front end reads it
+before deciding whether to attach, and attaching must not pay for loading the schema.
+
+The same table is validated by the schema (`rawtrio.config.schema.HostConfig`) whenever
+the whole file is loaded; here a wrong value is a `ConfigError` naming the file and key.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from rawtrio.config.user_path import user_config_path
+from rawtrio.errors import ConfigError
+
+AttachMode = Literal["auto", "never"]
+DEFAULT_IDLE_EXIT_S: Final = 1800.0
+
+
+@dataclass(frozen=True)
+class HostSettings:
+    attach: AttachMode = "auto"
+    autostart: bool = False
+    idle_exit_s: float = DEFAULT_IDLE_EXIT_S
+
+
+def read_host_settings(
+    cli_config: str | None = None, env: Mapping[str, str] | None = None
+) -> HostSettings:
+    """The `[host]` table of the user config file (defaults when there is none)."""
+    path, explicit = user_config_path(cli_config, os.environ if env is None else env)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        if explicit:
+            raise ConfigError(f"{path}: no such config file") from None
+        return HostSettings()
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    table = data.get("host", {})
+    if not isinstance(table, dict):
+        raise ConfigError(f"{path}: host: expected a table")
+    return _settings(table, f"{path}: host")
+
+
+def _settings(table: dict[str, Any], where: str) -> HostSettings:
+    unknown = sorted(set(table) - {"attach", "autostart", "idle_exit"})
+    if unknown:
+        raise ConfigError(f"{where}.{unknown[0]}: unknown key")
+    attach = table.get("attach", "auto")
+    if attach not in ("auto", "never"):
+        raise ConfigError(f'{where}.attach: expected "auto" or "never", got {attach!r}')
+    autostart = table.get("autostart", False)
+    if not isinstance(autostart, bool):
+        raise ConfigError(f"{where}.autostart: expected true or false, got {autostart!r}")
+    idle = table.get("idle_exit", DEFAULT_IDLE_EXIT_S)
+    if isinstance(idle, bool) or not isinstance(idle, int | float) or not math.isfinite(idle):
+        raise ConfigError(f"{where}.idle_exit: expected a number of seconds, got {idle!r}")
+    if idle < 0:
+        raise ConfigError(f"{where}.idle_exit: expected 0 (never) or more seconds, got {idle}")
+    return HostSettings(attach=attach, autostart=autostart, idle_exit_s=float(idle))
