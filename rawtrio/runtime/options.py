@@ -73,5 +73,5 @@ class SessionOptions:
     #: The environment every process of the session starts from (bash, background jobs,
     #: hooks, MCP stdio servers and their `{env = "NAME"}` values), before the secrets of
     #: `tools.strip_env` are removed; an attached client's on a host. None: this process's
-    #: environment (`os.environ`, read when each process starts).
-    env: Mapping[str, str] | None = None
+    #: environment (`os.environ`, read when each process starts). Holds keys: not in repr.
+    env: Mapping[str, str] | None = field(default=None, repr=False)
