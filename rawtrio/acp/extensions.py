@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from rawtrio.acp import params as p
 from rawtrio.acp.agent import AcpConnection
-from rawtrio.acp.jsonrpc import RESOURCE_NOT_FOUND, Peer, Ready, RpcError
+from rawtrio.acp.jsonrpc import RESOURCE_NOT_FOUND, Peer, Ready, Reply, RpcError
 from rawtrio.app.choice import Choice, start_session
 from rawtrio.cli.flags import PROVIDERS
 from rawtrio.errors import RawtrioError, TurnInProgress, exit_code_for
@@ -270,8 +270,8 @@ async def host_status(
 async def host_stop(
     conn: AcpConnection, peer: Peer, params: Mapping[str, Any], ready: Ready
 ) -> Any:
-    _host(conn).stop()
-    return {}
+    # Stopped once the answer is queued: the host then lets each connection write out.
+    return Reply({}, _host(conn).stop)
 
 
 async def handle_notification(conn: AcpConnection, peer: Peer, method: str, params: Any) -> None:

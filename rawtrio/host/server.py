@@ -56,6 +56,8 @@ log = logging.getLogger("rawtrio.host")
 _PEERCRED: Final = struct.Struct("3i")
 #: How often the idle timer looks at the connections and turns, at most.
 _IDLE_POLL_S: Final = 1.0
+#: How long a stopping host lets its connections write what is queued for them.
+CLOSE_CONNECTIONS_S: Final = 3.0
 
 
 class HostRunning(RawtrioError):
@@ -175,6 +177,8 @@ class Host:
         self.started = time.time()
         self.ws: str | None = None
         self.connections = 0
+        self._peers: set[Peer] = set()
+        self._no_connection = trio.Event()
         self._served = 0
         self._stop = trio.Event()
         self.stop_reason = ""
@@ -251,6 +255,9 @@ class Host:
             log.warning("%s: no peer credentials (%s): closed", name, exc)
             await stream.aclose()
             return
+        if self._stop.is_set():
+            await stream.aclose()
+            return
         if uid != os.getuid():
             log.warning(
                 "%s: refused a connection from uid %d (this host is uid %d)", name, uid, os.getuid()
@@ -258,15 +265,29 @@ class Host:
             await stream.aclose()
             return
         self.connections += 1
+        conn = self.agent.connection(name)
+        transport = LineTransport(stream, stream, max_frame=self.max_frame)
+        peer = Peer(transport, conn, name=name, outbox=self.outbox)
+        self._peers.add(peer)
         try:
-            conn = self.agent.connection(name)
-            transport = LineTransport(stream, stream, max_frame=self.max_frame)
-            peer = Peer(transport, conn, name=name, outbox=self.outbox)
             await serve_peer(self.agent, peer, conn)
         except Exception:  # one connection's bug never takes the host down
             log.exception("%s: failed", name)
         finally:
+            self._peers.discard(peer)
             self.connections -= 1
+            if not self.connections:
+                self._no_connection.set()
+                self._no_connection = trio.Event()
+
+    async def close_connections(self, reason: str) -> None:
+        """End every connection after what is queued for it (the answer to
+        `_rawtrio/host/stop`, say) was written; bounded."""
+        for peer in list(self._peers):
+            peer.close(reason)
+        with trio.move_on_after(CLOSE_CONNECTIONS_S):
+            while self.connections:
+                await self._no_connection.wait()
 
     def idle(self) -> bool:
         """No connection and no running turn."""
@@ -336,6 +357,7 @@ async def run_host(
             log.warning("listening on %s (pid %d)", paths.socket, os.getpid())
             nursery.start_soon(host.idle_timer)
             await host.wait_stopped()
+            await host.close_connections(host.stop_reason)
             nursery.cancel_scope.cancel(reason=host.stop_reason)
     finally:
         sock.close()
