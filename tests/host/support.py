@@ -171,11 +171,15 @@ class Client:
         return self.result("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
 
     def wait_event(self, type_: str) -> dict[str, Any]:
+        """The first event of this type (received already, or waited for)."""
+        return self.wait_until(lambda e: e["type"] == type_)
+
+    def wait_until(self, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
         for event in self.events:
-            if event["type"] == type_:
+            if predicate(event):
                 return event
         message = self._until(
-            lambda m: m.get("method") == "_rawtrio/event" and m["params"]["event"]["type"] == type_
+            lambda m: m.get("method") == "_rawtrio/event" and predicate(m["params"]["event"])
         )
         return dict(message["params"]["event"])
 
@@ -202,6 +206,18 @@ class Client:
         except queue.Empty:
             return False
         return message is None
+
+    def wait_closed(self) -> None:
+        """Wait until the host ends the connection (what came before it is kept)."""
+        while True:
+            try:
+                message = self.messages.get(timeout=LIVENESS_S)
+            except queue.Empty:
+                raise AssertionError(f"still connected after {LIVENESS_S} s") from None
+            if message is None:
+                return
+            if message.get("method") == "_rawtrio/event":
+                self.events.append(message["params"]["event"])
 
     def start(self, place: Place, **params: Any) -> dict[str, Any]:
         full = {
