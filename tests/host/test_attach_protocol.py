@@ -4,12 +4,14 @@ end to end, two connections on one live session, and a host killed mid-turn."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from rawtrio.store.codec import event_from_json
+from tests.headless.support import LIVENESS_S
 from tests.host.support import Client, HostProcess, Place
 
 
@@ -189,3 +191,35 @@ def test_host_killed_mid_turn_the_session_recovers_with_nothing_rerun(
         reader.close()
     finally:
         again.kill()
+
+
+def test_a_leaving_connection_never_cancels_and_an_unattended_idle_session_closes(
+    place: Place, host: HostProcess
+) -> None:
+    flags = {"base_url": place.base_url}
+    first = _client(place)
+    sid = first.start(place, flags=flags)["sessionId"]
+    first.result("_rawtrio/session/submit", {"sessionId": sid, "text": "sleep a while"})
+    first.wait_event("tool_call_started")
+    first.close()
+
+    second = _client(place)
+    joined = second.start(place, flags=flags, choice={"resume": sid})
+    assert joined["running"] is not None  # the turn went on without its client
+    second.notify("_rawtrio/session/cancel", {"sessionId": sid, "reason": "done here"})
+    assert second.wait_event("turn_ended")["outcome"] == "cancelled"
+    second.close()
+
+    def live_sessions() -> list[Any]:
+        shown = json.loads(place.rawtrio("serve", "--status").stdout)
+        return list(shown["status"]["sessions"])
+
+    deadline = time.monotonic() + LIVENESS_S
+    while live_sessions() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert live_sessions() == []  # closed once idle with no client left
+    # … and opened again on the next start, its history intact.
+    third = _client(place)
+    third.start(place, flags=flags, choice={"resume": sid}, since=0)
+    assert third.wait_event("turn_ended")["outcome"] == "cancelled"
+    third.close()
