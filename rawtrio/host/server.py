@@ -331,6 +331,9 @@ async def run_host(
     from rawtrio.app import open_app
     from rawtrio.cli.signals import stopped_by_signal
 
+    # The host's own environment resolves the sessions of plain ACP clients; the provider
+    # SDKs must never read it for an attached client's session (its base URL, a token).
+    host_env = scrub_sdk_environment()
     router = EditorRouter()
     sock = bind_socket(paths.socket)
     try:
@@ -340,7 +343,7 @@ async def run_host(
             ) as app,
             open_acp_agent(
                 app.runtime,
-                session_options(app),
+                session_options(app, host_env),
                 permission_timeout_s=permission_timeout_s,
                 close_unattended=True,
             ) as agent,
@@ -363,6 +366,18 @@ async def run_host(
     finally:
         sock.close()
         remove_files(paths)
+
+
+def scrub_sdk_environment() -> dict[str, str]:
+    """Remove from this process's environment every variable the provider SDKs read on
+    their own (keys, tokens, base URLs); return the environment as it was. Each session's
+    come explicitly from its own environment (`rawtrio.config.resolve.BASE_URL_ENV`)."""
+    from rawtrio.config.resolve import SDK_ENV
+
+    before = dict(os.environ)
+    for name in SDK_ENV:
+        os.environ.pop(name, None)
+    return before
 
 
 def remove_files(paths: HostPaths) -> None:

@@ -80,14 +80,19 @@ class HostProcess:
 
     @classmethod
     def start(
-        cls, place: Place, *args: str, preexec: Callable[[], None] | None = None
+        cls,
+        place: Place,
+        *args: str,
+        preexec: Callable[[], None] | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> HostProcess:
+        """`rawtrio serve ARGS` in the place's environment (plus `env`)."""
         log = place.iso.root / f"host-{time.monotonic_ns()}.log"
         with log.open("wb") as out:
             proc = subprocess.Popen(
                 rawtrio_argv("serve", *args),
                 cwd=place.iso.cwd,
-                env=place.env(),
+                env=place.env(env),
                 stdin=subprocess.DEVNULL,
                 stdout=out,
                 stderr=out,

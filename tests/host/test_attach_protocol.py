@@ -87,6 +87,30 @@ def test_start_submit_events_usage(place: Place, host: HostProcess) -> None:
     client.close()
 
 
+def test_the_sdk_variables_of_a_session_are_its_clients_never_the_hosts(place: Place) -> None:
+    """The host's own ANTHROPIC_BASE_URL points nowhere and it holds a bearer token: an
+    attached client's session reaches the endpoint of the client's ANTHROPIC_BASE_URL."""
+    nowhere = "http://127.0.0.1:9"  # the discard port: nothing listens
+    host = HostProcess.start(
+        place,
+        "--idle-exit",
+        "0",
+        env={"ANTHROPIC_BASE_URL": nowhere, "ANTHROPIC_AUTH_TOKEN": "host-token"},
+    )
+    try:
+        host.wait_registered()
+        client = _client(place)
+        env = {**place.client_env(), "ANTHROPIC_BASE_URL": place.base_url}
+        sid = client.start(place, env=env, flags={"max_steps": 2})["sessionId"]
+        client.result("_rawtrio/session/submit", {"sessionId": sid, "text": "say hi"})
+        ended = client.wait_event("turn_ended")
+        assert ended["outcome"] == "completed", ended
+        assert ended["final_text"] == "Hello from the fake model."
+        client.close()
+    finally:
+        host.kill()
+
+
 def test_bad_start_params_name_the_key_and_errors_carry_the_exit_code(
     place: Place, host: HostProcess
 ) -> None:
