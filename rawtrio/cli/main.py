@@ -37,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Stored sessions: rawtrio sessions {list,show,search,export,rm,rename} "
         "(rawtrio sessions --help). Configuration: rawtrio config {check,init}. "
         "MCP servers: rawtrio mcp {list,test,import}. "
-        "Editors (Agent Client Protocol): rawtrio acp [--ws].",
+        "Editors (Agent Client Protocol): rawtrio acp [--ws]. "
+        "The host front ends attach to: rawtrio serve [--detach|--status|--stop].",
     )
     p.add_argument("-V", "--version", action="version", version=f"rawtrio {__version__}")
     p.add_argument(
@@ -132,6 +133,10 @@ def run(argv: list[str] | None = None, latch: SignalLatch | None = None) -> int:
         from rawtrio.acp.cli import main as acp_main
 
         return acp_main(argv[1:], latch)
+    if argv[:1] == ["serve"]:  # `rawtrio serve`: the host front ends attach to
+        from rawtrio.cli.serve import main as serve_main
+
+        return serve_main(argv[1:], latch)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.prompt is None and args.output_format is not None:
