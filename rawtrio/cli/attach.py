@@ -329,6 +329,8 @@ class AttachedRun:
                     "continue": bool(args.continue_),
                     "resume": args.resume,
                     "fork": bool(args.fork),
+                    # --cwd given: it must agree with a resumed session's directory.
+                    "explicit_cwd": args.cwd is not None,
                 },
                 "headless": True,
             },

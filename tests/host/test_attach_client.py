@@ -119,7 +119,12 @@ def test_the_host_runs_the_turn_with_the_clients_directory_environment_and_flags
     assert params["env"]["RAWTRIO_MARKER"] == "from-the-client"
     assert params["env"]["ANTHROPIC_API_KEY"] == "test-key"
     assert params["headless"] is True
-    assert params["choice"] == {"continue": False, "resume": "abcd", "fork": False}
+    assert params["choice"] == {
+        "continue": False,
+        "resume": "abcd",
+        "fork": False,
+        "explicit_cwd": True,
+    }
     flags = params["flags"]
     assert flags["model"] == "m1"
     assert flags["max_steps"] == 7
