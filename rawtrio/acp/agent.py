@@ -29,7 +29,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 import trio
 
@@ -65,9 +65,6 @@ from rawtrio.errors import (
 )
 from rawtrio.permissions.rules import PermissionMode
 from rawtrio.runtime import Runtime, Session, SessionOptions
-
-if TYPE_CHECKING:
-    from rawtrio.acp.extensions import HostControl
 
 log = logging.getLogger(__name__)
 
@@ -122,8 +119,10 @@ class AcpAgent:
         self._opening: dict[str, trio.Lock] = {}
         #: Sessions being closed because no connection is left: set once closed.
         self.closing: dict[str, trio.Event] = {}
-        #: The host serving this agent (`rawtrio serve`): enables the `_rawtrio/*` methods.
-        self.host: HostControl | None = None
+        #: The host serving this agent (`rawtrio serve`) and the `_rawtrio/*` methods it
+        #: adds (`rawtrio.acp.extensions`); None outside a host.
+        self.host: object | None = None
+        self.extensions: Extensions | None = None
 
     def connection(self, name: str = "client") -> AcpConnection:
         return AcpConnection(self, name)
@@ -282,10 +281,9 @@ class AcpConnection:
     # --- Dispatcher -------------------------------------------------------------------
 
     async def handle_notification(self, peer: Peer, method: str, params: Any) -> None:
-        if method.startswith(EXTENSION_PREFIX) and self.agent.host is not None:
-            from rawtrio.acp.extensions import handle_notification
-
-            await handle_notification(self, peer, method, params)
+        ext = self.agent.extensions
+        if method.startswith(EXTENSION_PREFIX) and ext is not None:
+            await ext.notification(self, peer, method, params)
         elif method == "session/cancel":
             sid = p.required_string(params or {}, "sessionId")
             live = self.agent.sessions.get(sid)
@@ -307,10 +305,9 @@ class AcpConnection:
 
     async def handle_request(self, peer: Peer, method: str, params: Any, ready: Ready) -> Any:
         handler = _METHODS.get(method)
-        if handler is None and method.startswith(EXTENSION_PREFIX) and self.agent.host:
-            from rawtrio.acp.extensions import REQUESTS
-
-            handler = REQUESTS.get(method)
+        ext = self.agent.extensions
+        if handler is None and ext is not None:
+            handler = ext.requests.get(method)
         if handler is None:
             raise RpcError(METHOD_NOT_FOUND, f"method not found: {method}")
         if method != "initialize" and not self.initialized:
@@ -331,7 +328,8 @@ class AcpConnection:
             name=str(info.get("name", "client")),
         )
         self.initialized = True
-        meta = self.agent.host.handshake() if self.agent.host is not None else None
+        ext = self.agent.extensions
+        meta = ext.handshake() if ext is not None else None
         return {
             **({"_meta": {"rawtrio": meta}} if meta is not None else {}),
             "protocolVersion": PROTOCOL_VERSION,
@@ -608,6 +606,18 @@ def live_commands(live: LiveSession, peer: Peer) -> None:
 
 
 _Method = Callable[[AcpConnection, Peer, Any, Ready], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Extensions:
+    """What a host adds to the agent (`rawtrio.acp.extensions`): its `_rawtrio/*` requests
+    and notifications, and `_meta.rawtrio` for the `initialize` answer."""
+
+    requests: Mapping[str, _Method]
+    notification: Callable[[AcpConnection, Peer, str, Any], Awaitable[None]]
+    handshake: Callable[[], dict[str, Any]]
+
+
 _METHODS: Final[dict[str, _Method]] = {
     "initialize": AcpConnection.initialize,
     "session/new": AcpConnection.new_session,

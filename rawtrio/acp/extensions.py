@@ -26,10 +26,10 @@ import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
 from rawtrio.acp import params as p
-from rawtrio.acp.agent import AcpConnection
+from rawtrio.acp.agent import AcpAgent, AcpConnection, Extensions
 from rawtrio.acp.jsonrpc import RESOURCE_NOT_FOUND, Peer, Ready, Reply, RpcError
 from rawtrio.app.choice import Choice, start_session
 from rawtrio.cli.flags import PROVIDERS
@@ -111,7 +111,13 @@ def rawtrio_error(exc: RawtrioError) -> RpcError:
 def _host(conn: AcpConnection) -> HostControl:
     host = conn.agent.host
     assert host is not None  # the methods are dispatched only in a host
-    return host
+    return cast("HostControl", host)
+
+
+def install(agent: AcpAgent, host: HostControl) -> None:
+    """Serve the `_rawtrio/*` methods on `agent`, for `host`."""
+    agent.host = host
+    agent.extensions = Extensions(REQUESTS, handle_notification, host.handshake)
 
 
 # --- params ---------------------------------------------------------------------------

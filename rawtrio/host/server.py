@@ -327,6 +327,7 @@ async def run_host(
     from rawtrio.acp.agent import open_acp_agent
     from rawtrio.acp.cli import session_options
     from rawtrio.acp.editor_files import EditorRouter
+    from rawtrio.acp.extensions import install
     from rawtrio.app import open_app
     from rawtrio.cli.signals import stopped_by_signal
 
@@ -349,7 +350,7 @@ async def run_host(
             host = Host(
                 app, agent, paths, idle_exit_s=idle_exit_s, max_frame=max_frame, outbox=outbox
             )
-            agent.host = host
+            install(agent, host)
             nursery.start_soon(host.accept_loop, sock)
             if ws is not None:
                 host.ws = await _serve_ws(nursery, agent, ws, outbox=outbox, max_frame=max_frame)
