@@ -21,6 +21,10 @@ The session is stored (in the state directory, `rawtrio.app.open_app`): a new on
 `--continue` / `--resume ID` name, copied first with `--fork` (`rawtrio.cli.sessions`).
 `json` output carries its `session_id` so a script can `--resume` it. A session another
 process has open exits 5 before any turn starts; an unknown id exits 2.
+
+This module is the run in this process; `rawtrio.cli.attach` reads the prompt and decides
+(a host may run the turn instead), and `rawtrio.cli.headless_output` renders the events for
+both, one at a time.
 """
 
 from __future__ import annotations
