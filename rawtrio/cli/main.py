@@ -86,6 +86,18 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the line-mode chat instead of the full-screen one (also used without a terminal)",
     )
+    attach = p.add_mutually_exclusive_group()
+    attach.add_argument(
+        "--attach",
+        action="store_true",
+        help="headless: run the turn in the host of this state directory, starting one if "
+        "none runs (config host.attach, host.autostart; docs/user-guide.md)",
+    )
+    attach.add_argument(
+        "--no-attach",
+        action="store_true",
+        help="headless: run the turn in this process even when a host runs",
+    )
     p.add_argument(
         "--demo",
         action="store_true",
@@ -129,6 +141,9 @@ def run(argv: list[str] | None = None, latch: SignalLatch | None = None) -> int:
     args = parser.parse_args(argv)
     if args.prompt is None and args.output_format is not None:
         parser.error("--output-format applies only to headless runs (-p PROMPT)")
+    if args.prompt is None and (args.attach or args.no_attach):
+        which = "--attach" if args.attach else "--no-attach"
+        parser.error(f"{which} applies only to headless runs (-p PROMPT)")
     if args.fork and not (args.continue_ or args.resume):
         parser.error("--fork needs --continue or --resume ID (the session to copy)")
     if args.demo and (args.prompt is not None or args.plain):
@@ -136,7 +151,7 @@ def run(argv: list[str] | None = None, latch: SignalLatch | None = None) -> int:
     try:
         with latch.raising():
             if args.prompt is not None:
-                from rawtrio.cli.headless import main as front_end
+                from rawtrio.cli.attach import main as front_end
             elif not args.demo and (args.plain or not (sys.stdin.isatty() and sys.stdout.isatty())):
                 from rawtrio.cli.repl import main as front_end
             else:
