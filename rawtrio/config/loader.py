@@ -24,7 +24,6 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import tomllib
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -43,6 +42,7 @@ from rawtrio.config.errors import (
 )
 from rawtrio.config.safe_read import MAX_CONFIG_BYTES, UnsafeFileError, read_bounded
 from rawtrio.config.schema import AgentConfig, RawtrioConfig, ValueRef
+from rawtrio.config.toml_file import TomlProblem, parse_toml
 from rawtrio.config.trust import ProjectTrust, TrustStore
 from rawtrio.config.user_path import user_config_path as user_config_path
 
@@ -50,7 +50,6 @@ PROJECT_FILE: Final = Path(".rawtrio") / "config.toml"
 BUILTIN_AGENT: Final = "default"
 #: Tables and arrays nested deeper than this are refused (a real config nests about 5 deep;
 #: thousands of levels would exhaust the recursion limit of the parser and the validator).
-MAX_NESTING: Final = 64
 #: Problems that another file may fix, so they are only reported for the merged result.
 _WHOLE_ONLY: Final = frozenset({"missing", "value_error"})
 
@@ -139,34 +138,10 @@ def read_toml_with_digest(path: Path, *, within: Path | None = None) -> tuple[di
     except UnsafeFileError as e:
         raise ConfigFileError([problem(path, "", f"cannot read the file: it {e.reason}")]) from None
     try:
-        data = tomllib.loads(raw.decode("utf-8"))
-    except tomllib.TOMLDecodeError as e:
-        raise ConfigFileError([problem(path, "", f"invalid TOML: {e}")]) from None
-    except UnicodeDecodeError:
-        raise ConfigFileError([problem(path, "", "invalid TOML: the file is not UTF-8")]) from None
-    except RecursionError:
-        raise ConfigFileError([_too_deep(path)]) from None
-    if _depth(data) > MAX_NESTING:
-        raise ConfigFileError([_too_deep(path)])
+        data = parse_toml(raw)
+    except TomlProblem as e:
+        raise ConfigFileError([problem(path, "", str(e))]) from None
     return data, hashlib.sha256(raw).hexdigest()
-
-
-def _too_deep(path: Path) -> ConfigProblem:
-    return problem(path, "", f"invalid config: tables or arrays nested deeper than {MAX_NESTING}")
-
-
-def _depth(data: Any) -> int:
-    """How deep tables and arrays nest (iteratively: no recursion limit to hit)."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(data, 1)]
-    while stack:
-        value, depth = stack.pop()
-        deepest = max(deepest, depth)
-        if depth > MAX_NESTING:
-            break
-        children = value.values() if isinstance(value, dict) else value
-        stack.extend((v, depth + 1) for v in children if isinstance(v, dict | list))
-    return deepest
 
 
 def load_config(

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-from rawtrio.host.paths import PROTOCOL
+from rawtrio.host.paths import PROTOCOL, socket_path_fits
 
 #: JSON-RPC error codes of the attach protocol (docs/contracts.md).
 RAWTRIO_ERROR: Final = -32000  # an error a local run would raise: data {kind, exit_code}
@@ -90,7 +90,10 @@ class HostConnection:
 
     @classmethod
     def connect(cls, path: Path, timeout: float) -> HostConnection:
-        """Connect to the socket at `path`; `NoHost` when no host listens there."""
+        """Connect to the socket at `path`; `NoHost` when no host listens there (none can
+        at a path too long for a socket address: a host refuses to start with one)."""
+        if not socket_path_fits(path):
+            raise NoHost(f"{path}: longer than a socket address can be")
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(timeout)
         try:

@@ -56,12 +56,17 @@ def host_paths(state: Path, env: Mapping[str, str] | None = None) -> HostPaths:
     )
 
 
+def socket_path_fits(path: Path) -> bool:
+    """Whether `path` can be a Unix socket's address (no host listens at one that cannot)."""
+    return len(os.fsencode(path)) <= MAX_SOCKET_PATH
+
+
 def _socket_path(state: Path, env: Mapping[str, str]) -> Path:
     runtime = env.get("XDG_RUNTIME_DIR")
     if runtime and _ours(Path(runtime)):
         key = hashlib.sha256(os.fsencode(state)).hexdigest()[:16]
         candidate = Path(runtime) / "rawtrio" / f"host-{key}.sock"
-        if len(os.fsencode(candidate)) <= MAX_SOCKET_PATH:
+        if socket_path_fits(candidate):
             return candidate
     return state / "run" / "host.sock"
 

@@ -42,8 +42,15 @@ from rawtrio import __version__
 from rawtrio.acp.agent import AcpAgent, serve_peer
 from rawtrio.acp.jsonrpc import DEFAULT_OUTBOX, Peer
 from rawtrio.acp.stdio import DEFAULT_MAX_FRAME, LineTransport
-from rawtrio.errors import RawtrioError
-from rawtrio.host.paths import PROTOCOL, HostPaths, Registration, read_registration
+from rawtrio.errors import ConfigError, RawtrioError
+from rawtrio.host.paths import (
+    MAX_SOCKET_PATH,
+    PROTOCOL,
+    HostPaths,
+    Registration,
+    read_registration,
+    socket_path_fits,
+)
 from rawtrio.private_files import DIR_MODE, FILE_MODE, private_dir, private_file, write_private
 
 if TYPE_CHECKING:
@@ -130,7 +137,14 @@ def socket_dir(path: Path) -> None:
 
 def bind_socket(path: Path) -> trio.socket.SocketType:
     """A listening Unix socket at `path`, 0600; a stale file there is removed first
-    (the caller holds the host lock, so no live host owns it)."""
+    (the caller holds the host lock, so no live host owns it). ConfigError when `path` is
+    too long for a socket address."""
+    if not socket_path_fits(path):
+        raise ConfigError(
+            f"the host's socket path {path} is longer than the {MAX_SOCKET_PATH} bytes a "
+            "socket address takes; set XDG_RUNTIME_DIR to a short private folder, or use a "
+            "shorter RAWTRIO_STATE_DIR"
+        )
     socket_dir(path.parent)
     with contextlib.suppress(FileNotFoundError):
         if stat.S_ISSOCK(os.lstat(path).st_mode):

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import math
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final, Literal
 
+from rawtrio.config.safe_read import MAX_CONFIG_BYTES, read_bounded
+from rawtrio.config.toml_file import TomlProblem, parse_toml
 from rawtrio.config.user_path import user_config_path
 from rawtrio.errors import ConfigError
 
@@ -33,13 +34,14 @@ def read_host_settings(
 ) -> HostSettings:
     """The `[host]` table of the user config file (defaults when there is none)."""
     path, explicit = user_config_path(cli_config, os.environ if env is None else env)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        if explicit:
-            raise ConfigError(f"{path}: no such config file") from None
+    if not explicit and not os.path.lexists(path):
         return HostSettings()
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+    # Read and parsed with the limits of every config read (no /dev/zero, FIFO or huge
+    # file; no nesting deep enough to exhaust the stack).
+    raw = read_bounded(path, limit=MAX_CONFIG_BYTES, what="config file")
+    try:
+        data = parse_toml(raw)
+    except TomlProblem as exc:
         raise ConfigError(f"{path}: {exc}") from None
     table = data.get("host", {})
     if not isinstance(table, dict):

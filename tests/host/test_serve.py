@@ -11,11 +11,13 @@ import signal
 import stat
 import sys
 import time
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
 from tests.conftest import requires
-from tests.headless.support import LIVENESS_S
+from tests.headless.support import LIVENESS_S, run_rawtrio
 from tests.host.support import Client, HostProcess, Place
 
 NOBODY = 65534
@@ -186,6 +188,38 @@ def test_bad_arguments_are_usage_errors(place: Place) -> None:
     assert bad.returncode == 2
     assert "--idle-exit" in bad.stderr
     assert not place.paths.lock.exists()
+
+
+def test_a_socket_path_too_long_is_refused_clearly_and_clients_run_here(place: Place) -> None:
+    deep = place.iso.root / ("s" * 60) / ("t" * 60)
+    env = place.env({"RAWTRIO_STATE_DIR": str(deep)})
+    env.pop("XDG_RUNTIME_DIR")
+    served = run_rawtrio(place.iso, "serve", env=env)
+    assert served.returncode == 2, served
+    assert "longer than the 107 bytes a socket address takes" in served.stderr
+    # A client finds no host there and says nothing about it.
+    ran = run_rawtrio(place.iso, "-p", "hello", "--base-url", place.base_url, env=env)
+    assert ran.returncode == 0, ran
+    assert ran.stderr == ""
+
+
+@pytest.mark.parametrize(
+    ("make", "said"),
+    [
+        (lambda p: p.symlink_to("/dev/zero"), "/dev"),
+        (lambda p: p.write_text("a = " + "[" * 5000 + "]" * 5000 + "\n"), "nested deeper"),
+    ],
+    ids=["/dev/zero", "deeply nested"],
+)
+def test_the_host_table_is_read_with_the_limits_of_every_config_file(
+    place: Place, make: Callable[[Path], object], said: str
+) -> None:
+    config = place.iso.root / "config.toml"
+    make(config)
+    settings = run_rawtrio(place.iso, "serve", "--config", str(config), env=place.env())
+    assert settings.returncode == 2, settings
+    assert said in settings.stderr
+    assert "Traceback" not in settings.stderr
 
 
 if sys.platform != "linux":  # SO_PEERCRED and the socket folder are Linux's
