@@ -115,3 +115,38 @@ def test_a_config_file_is_still_validated(tmp_path: Path) -> None:
     user.write_text('default_agent = "x"\nsigterm_grace_s = "soon"\n')
     with pytest.raises(ConfigFileError, match="sigterm_grace_s"):
         load_config(user, None)
+
+
+def test_setting_up_logging_imports_no_redaction_nor_message_types(tmp_path: Path) -> None:
+    """`rawtrio.cli.main` sets up logging before the chat's first frame: that must not
+    load the redaction module and the message types it needs."""
+    code = (
+        "import sys, json\n"
+        "from rawtrio.logs import log_to_stream\n"
+        "log_to_stream(sys.stderr)\n"
+        "import rawtrio.tui.app, rawtrio.tui.runner\n"
+        "print(json.dumps([m for m in ('rawtrio.redaction', 'rawtrio.messages')"
+        " if m in sys.modules]))\n"
+    )
+    assert json.loads(run_python(code, tmp_path)) == []
+
+
+def test_the_process_log_handler_redacts_what_sessions_watch(tmp_path: Path) -> None:
+    """The handler set up before the redaction module was loaded still passes every
+    record through `LOG_FILTER` once it is: a watched secret never reaches the log."""
+    code = (
+        "import io, logging\n"
+        "from rawtrio.logs import log_to_stream\n"
+        "out = io.StringIO()\n"
+        "log_to_stream(out)\n"
+        "logging.getLogger('t').warning('before %s', 'hunter2-secret')\n"
+        "from rawtrio.redaction import LOG_FILTER, Redactor\n"
+        "red = Redactor()\n"
+        "red.add('token', 'hunter2-secret')\n"
+        "LOG_FILTER.watch(red)\n"
+        "logging.getLogger('t').warning('after %s', 'hunter2-secret')\n"
+        "print(out.getvalue())\n"
+    )
+    lines = run_python(code, tmp_path).splitlines()
+    assert lines[0].endswith("before hunter2-secret")  # nothing watched yet
+    assert lines[1].endswith("after [redacted:token]")
