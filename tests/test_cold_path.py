@@ -30,7 +30,7 @@ from rawtrio.config.schema import (
 #: Loaded with the SDK (or on first use), never by the entry path: the SDKs themselves,
 #: their HTTP client (rawtrio's stream helpers and retry rules use it only after a
 #: request), MCP, JSON Schema validation (tool arguments), .gitignore matching (tools that
-#: walk a tree) and the terminal chat's toolkit.
+#: walk a tree), the store's fork, export and search, and the terminal chat's toolkit.
 NOT_ON_THE_ENTRY_PATH = (
     "anthropic",
     "openai",
@@ -41,6 +41,9 @@ NOT_ON_THE_ENTRY_PATH = (
     "urwid",
     "rawtrio.providers._stream",
     "rawtrio.providers.anthropic",
+    "rawtrio.store.export",
+    "rawtrio.store.fork",
+    "rawtrio.store.search",
 )
 
 
@@ -68,7 +71,7 @@ def test_the_headless_entry_path_imports_no_sdk_and_nothing_it_uses_later(
 ) -> None:
     code = (
         "import sys, json\n"
-        "import rawtrio.cli.entry, rawtrio.cli.main, rawtrio.cli.headless\n"
+        "import rawtrio.cli.entry, rawtrio.cli.main, rawtrio.cli.headless, rawtrio.app\n"
         f"print(json.dumps([m for m in {NOT_ON_THE_ENTRY_PATH!r} if m in sys.modules]))\n"
     )
     assert json.loads(run_python(code, tmp_path)) == []
