@@ -35,7 +35,7 @@ Headless runs use `--no-attach` when the installed `rawtrio` has it (a local run
 warm host's). Measured commands run with bytecode caches written and used (the
 benchmark's own `PYTHONDONTWRITEBYTECODE` is not passed on, and a warm-up run fills the
 caches), as after any install: a source tree compiled afresh on every start would add
-~0.5 s of rawtrio's own compiling to every figure.
+half a second or more of rawtrio's own compiling to every figure.
 """
 
 from __future__ import annotations
@@ -43,7 +43,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -170,11 +169,11 @@ def bytecode_env() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 
 
-def headless_argv(prompt: str) -> list[str]:
+async def headless_argv(prompt: str) -> list[str]:
     """`rawtrio -p PROMPT`, local: `--no-attach` when this rawtrio has the flag."""
     argv = [*rawtrio_command(), "-p", prompt]
-    done = subprocess.run([*rawtrio_command(), "--help"], capture_output=True, text=True)
-    return [*argv, "--no-attach"] if "--no-attach" in done.stdout else argv
+    done = await trio.run_process([*rawtrio_command(), "--help"], capture_stdout=True)
+    return [*argv, "--no-attach"] if b"--no-attach" in done.stdout else argv
 
 
 def read_stamps(env: dict[str, str]) -> float:
@@ -219,7 +218,7 @@ async def headless_vs_sdk(runs: int, cwd: Path) -> Headless:
     first_ms: list[float] = []
     before_sdk_ms: list[float] = []
     peak_mb = 0.0
-    argv = headless_argv("hello")
+    argv = await headless_argv("hello")
     async with open_fake_model_server(scenario) as server, trio.open_nursery() as nursery:
         nursery.start_soon(watch_requests, server, arrivals)
         env = headless_env(server)
