@@ -12,11 +12,17 @@ the running turn through `Session.cancel`; the pending `session/prompt` is answe
 after the turn's final updates were queued, with `{"stopReason": "cancelled"}` — never an
 error, never `end_turn`. The answer is keyed by turn id, so it can never be delivered to
 a later prompt.
+
+In a host (`rawtrio serve`, `close_unattended=True`) a live session that no connection is
+attached to any more is closed once it is idle (its running turn, if any, goes on and is
+recorded first); `rawtrio acp --ws` keeps them live until it exits. Methods named
+`_rawtrio/...` other than `_rawtrio/compact` are the host's (`rawtrio.acp.extensions`).
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -63,8 +69,11 @@ from rawtrio.runtime import Runtime, Session, SessionOptions
 log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION: Final = 1
+#: ACP's extension-method prefix for rawtrio's own methods.
+EXTENSION_PREFIX: Final = "_rawtrio/"
 AUTH_REQUIRED: Final = -32000
 LIST_PAGE: Final = 50
+_IDLE_POLL_S: Final = 0.05
 
 #: Builds a session's options for a client's `cwd` and `mcpServers`.
 OptionsFactory = Callable[[Path, list[Any]], Awaitable[SessionOptions]]
@@ -99,13 +108,21 @@ class AcpAgent:
         options_for: OptionsFactory,
         *,
         permission_timeout_s: float = DEFAULT_PERMISSION_TIMEOUT_S,
+        close_unattended: bool = False,
     ) -> None:
         self.runtime = runtime
         self._nursery = nursery
         self._options_for = options_for
         self.permission_timeout_s = permission_timeout_s
+        self.close_unattended = close_unattended
         self.sessions: dict[str, LiveSession] = {}
         self._opening: dict[str, trio.Lock] = {}
+        #: Sessions being closed because no connection is left: set once closed.
+        self.closing: dict[str, trio.Event] = {}
+        #: The host serving this agent (`rawtrio serve`) and the `_rawtrio/*` methods it
+        #: adds (`rawtrio.acp.extensions`); None outside a host.
+        self.host: object | None = None
+        self.extensions: Extensions | None = None
 
     def connection(self, name: str = "client") -> AcpConnection:
         return AcpConnection(self, name)
@@ -119,10 +136,51 @@ class AcpAgent:
             raise RpcError(INTERNAL_ERROR, f"configuration error: {exc}") from None
 
     async def _live(self, session: Session) -> LiveSession:
+        """The live session for `session`, made and started when it has none yet."""
+        live = self.sessions.get(session.id)
+        if live is not None and live.session is session:
+            return live
         live = LiveSession(session, permission_timeout_s=self.permission_timeout_s)
+        if self.close_unattended:
+            live.on_unattended = self._unattended
         self.sessions[session.id] = live
         await self._nursery.start(self._run_live, live)
         return live
+
+    adopt = _live
+
+    async def closes_done(self) -> None:
+        """Wait until no session is being closed for want of a connection."""
+        while self.closing:
+            await next(iter(self.closing.values())).wait()
+
+    def _unattended(self, live: LiveSession) -> None:
+        if live.id not in self.closing and self.sessions.get(live.id) is live:
+            self._nursery.start_soon(self._close_when_idle, live)
+
+    async def _close_when_idle(self, live: LiveSession) -> None:
+        """Close a session no connection is attached to, once its turn (if any) ended."""
+        try:
+            while (running := live.session.running_turn) is not None:
+                if not live.unattended:
+                    return
+                with contextlib.suppress(KeyError):  # ended and forgotten meanwhile
+                    await live.session.wait_turn(running)
+                # The session clears its running turn just after the turn's ending.
+                await trio.sleep(_IDLE_POLL_S)
+            if not live.unattended or live.session.closed or live.id in self.closing:
+                return
+            done = self.closing[live.id] = trio.Event()
+            if self.sessions.get(live.id) is live:
+                del self.sessions[live.id]
+            try:
+                await live.session.close("no client left")
+                await live.pump_done.wait()
+            finally:
+                del self.closing[live.id]
+                done.set()
+        except Exception:  # the store failed while closing: the session is gone either way
+            log.exception("session %s: closing it failed", live.id)
 
     async def _run_live(
         self, live: LiveSession, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -147,6 +205,9 @@ class AcpAgent:
                 self._opening.pop(session_id, None)  # bounded: only ids being opened
 
     async def _open_locked(self, session_id: str, cwd: Path, mcp_servers: list[Any]) -> LiveSession:
+        closing = self.closing.get(session_id)
+        if closing is not None:
+            await closing.wait()
         live = self.sessions.get(session_id)
         if live is not None and not live.session.closed:
             return live
@@ -220,7 +281,10 @@ class AcpConnection:
     # --- Dispatcher -------------------------------------------------------------------
 
     async def handle_notification(self, peer: Peer, method: str, params: Any) -> None:
-        if method == "session/cancel":
+        ext = self.agent.extensions
+        if method.startswith(EXTENSION_PREFIX) and ext is not None:
+            await ext.notification(self, peer, method, params)
+        elif method == "session/cancel":
             sid = p.required_string(params or {}, "sessionId")
             live = self.agent.sessions.get(sid)
             if live is None:
@@ -241,6 +305,9 @@ class AcpConnection:
 
     async def handle_request(self, peer: Peer, method: str, params: Any, ready: Ready) -> Any:
         handler = _METHODS.get(method)
+        ext = self.agent.extensions
+        if handler is None and ext is not None:
+            handler = ext.requests.get(method)
         if handler is None:
             raise RpcError(METHOD_NOT_FOUND, f"method not found: {method}")
         if method != "initialize" and not self.initialized:
@@ -261,7 +328,10 @@ class AcpConnection:
             name=str(info.get("name", "client")),
         )
         self.initialized = True
+        ext = self.agent.extensions
+        meta = ext.handshake() if ext is not None else None
         return {
+            **({"_meta": {"rawtrio": meta}} if meta is not None else {}),
             "protocolVersion": PROTOCOL_VERSION,
             "agentCapabilities": {
                 "loadSession": True,
@@ -536,6 +606,18 @@ def live_commands(live: LiveSession, peer: Peer) -> None:
 
 
 _Method = Callable[[AcpConnection, Peer, Any, Ready], Awaitable[Any]]
+
+
+@dataclass(frozen=True)
+class Extensions:
+    """What a host adds to the agent (`rawtrio.acp.extensions`): its `_rawtrio/*` requests
+    and notifications, and `_meta.rawtrio` for the `initialize` answer."""
+
+    requests: Mapping[str, _Method]
+    notification: Callable[[AcpConnection, Peer, str, Any], Awaitable[None]]
+    handshake: Callable[[], dict[str, Any]]
+
+
 _METHODS: Final[dict[str, _Method]] = {
     "initialize": AcpConnection.initialize,
     "session/new": AcpConnection.new_session,
@@ -558,10 +640,17 @@ async def open_acp_agent(
     options_for: OptionsFactory,
     *,
     permission_timeout_s: float = DEFAULT_PERMISSION_TIMEOUT_S,
+    close_unattended: bool = False,
 ) -> AsyncIterator[AcpAgent]:
     """The process's ACP agent; leaving it stops the pumps (the runtime closes sessions)."""
     async with trio.open_nursery() as nursery:
-        agent = AcpAgent(runtime, nursery, options_for, permission_timeout_s=permission_timeout_s)
+        agent = AcpAgent(
+            runtime,
+            nursery,
+            options_for,
+            permission_timeout_s=permission_timeout_s,
+            close_unattended=close_unattended,
+        )
         try:
             yield agent
         finally:

@@ -19,6 +19,7 @@ import logging
 import math
 import signal
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -125,12 +126,13 @@ def main(argv: list[str], latch: SignalLatch | None = None) -> int:
         return exit_code_for(exc)
 
 
-def session_options(app: App) -> Any:
-    """The options factory: configuration for the client's `cwd` (and its MCP servers)."""
+def session_options(app: App, env: Mapping[str, str] | None = None) -> Any:
+    """The options factory: configuration for the client's `cwd` (and its MCP servers),
+    resolved against `env` (this process's environment when None)."""
     from rawtrio.acp.mcp import mcp_servers_from_acp
 
     async def options_for(cwd: Path, servers: list[Any]) -> Any:
-        setup = await app.options_for(cwd=cwd)
+        setup = await app.options_for(cwd=cwd, env=env)
         for notice in setup.notices:
             log.warning("%s", notice)
         return mcp_servers_from_acp(setup.options, servers)

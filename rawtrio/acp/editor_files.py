@@ -145,7 +145,9 @@ class EditorRouter:
                 def on_terminal(terminal_id: str) -> None:
                     shown.show_terminal(ctx.call_id, terminal_id)
 
-                commands = EditorTerminal(client.peer, ctx.session_id, on_terminal)
+                commands = EditorTerminal(
+                    client.peer, ctx.session_id, on_terminal, base_env=ctx.env
+                )
                 ctx.backend = Backend(ctx.backend.fs, commands)
             return await inner(ctx, args)
 

@@ -8,9 +8,10 @@ output with `terminal/output`, waits with `terminal/wait_for_exit`, and always e
 released. On timeout or cancellation the command is stopped with `terminal/kill` first;
 the result says so (I5: started, how long, stopped how, partial output).
 
-Only the environment variables that differ from rawtrio's own are sent (plus the
-`RAWTRIO_SESSION` / `RAWTRIO_CALL` markers), since the client adds them to its own
-environment.
+Only the environment variables that differ from the session's base environment
+(`SessionOptions.env`, else rawtrio's own) are sent, never one of the stripped secrets
+(plus the `RAWTRIO_SESSION` / `RAWTRIO_CALL` markers), since the client adds them to its
+own environment.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from rawtrio.processes import (
     EndedBy,
     ProcessResult,
     ProcessWatch,
+    is_stripped,
 )
 
 #: How often live output is fetched while a command runs.
@@ -53,11 +55,18 @@ async def ask_editor(peer: Peer, session_id: str, method: str, params: dict[str,
 
 class EditorTerminal:
     def __init__(
-        self, peer: Peer, session_id: str, on_terminal: Callable[[str], None] | None = None
+        self,
+        peer: Peer,
+        session_id: str,
+        on_terminal: Callable[[str], None] | None = None,
+        *,
+        base_env: Mapping[str, str] | None = None,
     ) -> None:
         self.peer = peer
         self.session_id = session_id
         self._on_terminal = on_terminal
+        #: What the command's environment is compared with (None: this process's).
+        self._base_env = base_env
 
     async def _call(self, method: str, params: dict[str, Any]) -> Any:
         return await ask_editor(self.peer, self.session_id, method, params)
@@ -77,9 +86,10 @@ class EditorTerminal:
         watch: ProcessWatch,
         call_marker: str | None = None,
     ) -> ProcessResult:
-        stripped = set(strip_env)
+        base = os.environ if self._base_env is None else self._base_env
+        strip = tuple(strip_env)
         extra = {
-            k: v for k, v in (env or {}).items() if os.environ.get(k) != v and k not in stripped
+            k: v for k, v in (env or {}).items() if base.get(k) != v and not is_stripped(k, strip)
         }
         extra[SESSION_ENV_VAR] = session_id
         if call_marker is not None:

@@ -16,11 +16,19 @@ without waiting (a connection that stops reading is cut off by its own bounded q
   (-32800 included) cancels the turn — never "denied, carry on".
 - Prompts are serialised: a new `session/prompt` while one runs cancels the running turn,
   waits for its `cancelled` answer, then starts.
+- *Watchers* (`_rawtrio/session/start`, docs/contracts.md) get every event itself, as
+  `_rawtrio/event` notifications at full fidelity (`rawtrio.events.event_to_json`), from
+  where they joined — or, with `since`, the stored events after it first, then the live
+  ones: no gap, no duplicate. A watcher that cannot keep up is cut off by its
+  connection's bounded queue; the pump never waits (I8).
+- `on_unattended` (set by a host's agent) is called when the last connection left and
+  when a turn ends with none attached: the agent then closes the session once it is idle.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -31,6 +39,7 @@ from rawtrio.acp.jsonrpc import ConnectionLost, Peer, RpcError
 from rawtrio.acp.modes import config_options
 from rawtrio.acp.updates import UpdateMapper, replay
 from rawtrio.contracts import TurnOutcome
+from rawtrio.events import event_to_json
 from rawtrio.frozen import thaw
 from rawtrio.groups import collapse_group
 from rawtrio.permissions.approval import ApprovalDecision, ApprovalError
@@ -61,6 +70,21 @@ class Attachment:
     held: list[tuple[int, list[dict[str, Any]]]] | None = None
 
 
+#: The notification that carries one event to a watcher (docs/contracts.md).
+EVENT_METHOD: Final = "_rawtrio/event"
+
+
+@dataclass
+class Watcher:
+    """A connection following the session's events at full fidelity."""
+
+    peer: Peer
+    #: The last sequence number it was sent (or that was before its join point).
+    last: int
+    #: Live events held back while the stored ones are being replayed.
+    held: list[ev.Event] | None = None
+
+
 @dataclass
 class PromptState:
     peer: Peer
@@ -85,6 +109,9 @@ class LiveSession:
         self._turn_origin: dict[str, int] = {}
         self.pump_done = trio.Event()
         self._nursery: trio.Nursery | None = None
+        self.watchers: dict[int, Watcher] = {}
+        #: Called when no connection is left (after a detach, or at a turn's end).
+        self.on_unattended: Callable[[LiveSession], None] | None = None
         # Subscribe now, with no checkpoint since the session was opened or created.
         self._sub = session.subscribe()
 
@@ -117,6 +144,49 @@ class LiveSession:
 
     def detach(self, peer: Peer) -> None:
         self.attached.pop(id(peer), None)
+        self.watchers.pop(id(peer), None)
+        self._check_unattended()
+
+    @property
+    def unattended(self) -> bool:
+        """No connection is attached or watching."""
+        return not self.attached and not self.watchers
+
+    def _check_unattended(self) -> None:
+        if self.unattended and self.on_unattended is not None:
+            self.on_unattended(self)
+
+    async def watch(self, peer: Peer, since: int | None) -> None:
+        """Send `peer` every event from now on (`since` None: from the join point) or,
+        with `since`, the stored events with a larger `seq` first, then the live ones."""
+        if since is None:
+            self.watchers[id(peer)] = Watcher(peer, self.session.recorder.seq)
+            return
+        watcher = Watcher(peer, since, held=[])
+        self.watchers[id(peer)] = watcher
+        try:
+            for event in await self.session.events_since(since):
+                self._to_watcher(watcher, event)
+        except BaseException:
+            self.watchers.pop(id(peer), None)
+            raise
+        finally:
+            held, watcher.held = watcher.held or [], None
+            for event in held:
+                self._to_watcher(watcher, event)
+
+    def _to_watcher(
+        self, watcher: Watcher, event: ev.Event, payload: dict[str, Any] | None = None
+    ) -> None:
+        if watcher.held is not None:
+            watcher.held.append(event)
+            return
+        if event.seq <= watcher.last:
+            return
+        watcher.last = event.seq
+        watcher.peer.notify(
+            EVENT_METHOD, payload or {"sessionId": self.id, "event": event_to_json(event)}
+        )
 
     def show_terminal(self, call_id: str, terminal_id: str) -> None:
         """A call's command runs in an editor terminal: show it in the tool call."""
@@ -187,6 +257,10 @@ class LiveSession:
             log.exception("session %s: could not forward %s", self.id, event.type)
 
     def _fan_out(self, event: ev.Event) -> None:
+        if self.watchers:
+            payload = {"sessionId": self.id, "event": event_to_json(event)}  # once per event
+            for watcher in list(self.watchers.values()):
+                self._to_watcher(watcher, event, payload)
         updates = self.mapper.updates(event)
         if isinstance(event, ev.ModeChanged | ev.ModelChanged):
             options = config_options(self.session)
@@ -216,6 +290,7 @@ class LiveSession:
                 self._ended.pop(next(iter(self._ended)))
             self._ended_signal.set()
             self._ended_signal = trio.Event()
+            self._check_unattended()
 
     async def wait_ended(self, turn_id: str) -> ev.TurnEnded:
         """The turn's terminal event, once its updates were queued on every connection."""

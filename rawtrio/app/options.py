@@ -69,13 +69,16 @@ async def prepare_session(
     """Resolve configuration, flags and environment into a session's options.
 
     `env` is the environment to resolve against (API keys, `RAWTRIO_*`, variables): this
-    process's by default, an attached client's on a host (docs/contracts.md).
+    process's by default, an attached client's on a host (docs/contracts.md). When given,
+    it is also the session's process environment (`SessionOptions.env`: tools, hooks, MCP
+    servers start from it, secrets stripped).
 
     ConfigError (exit 2) for bad configuration or flags; NoCredentials (exit 4) when the
     model's API key is missing. Reads the API key (and other variables) only here. The
     file work (config files, AGENTS.md, skills) runs in a worker thread.
     """
     args.headless = headless
+    session_env = env  # None: the session's processes take this process's environment
     # The reads are bounded (rawtrio.config.safe_read: no FIFO, device or endless file), and
     # a cancelled caller does not wait for the thread.
     env = os.environ if env is None else env
@@ -136,6 +139,7 @@ async def prepare_session(
         mcp_tool_patterns=resolved.tools,
         mcp_cache_dir=mcp_cache_dir(env),
         variables=variables,
+        env=session_env,
     )
 
     async def options_for_model(name: str) -> SessionOptions:

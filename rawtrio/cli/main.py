@@ -37,7 +37,8 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Stored sessions: rawtrio sessions {list,show,search,export,rm,rename} "
         "(rawtrio sessions --help). Configuration: rawtrio config {check,init}. "
         "MCP servers: rawtrio mcp {list,test,import}. "
-        "Editors (Agent Client Protocol): rawtrio acp [--ws].",
+        "Editors (Agent Client Protocol): rawtrio acp [--ws]. "
+        "The host front ends attach to: rawtrio serve [--detach|--status|--stop].",
     )
     p.add_argument("-V", "--version", action="version", version=f"rawtrio {__version__}")
     p.add_argument(
@@ -85,6 +86,18 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="the line-mode chat instead of the full-screen one (also used without a terminal)",
     )
+    attach = p.add_mutually_exclusive_group()
+    attach.add_argument(
+        "--attach",
+        action="store_true",
+        help="headless: run the turn in the host of this state directory, starting one if "
+        "none runs (config host.attach, host.autostart; docs/user-guide.md)",
+    )
+    attach.add_argument(
+        "--no-attach",
+        action="store_true",
+        help="headless: run the turn in this process even when a host runs",
+    )
     p.add_argument(
         "--demo",
         action="store_true",
@@ -120,10 +133,17 @@ def run(argv: list[str] | None = None, latch: SignalLatch | None = None) -> int:
         from rawtrio.acp.cli import main as acp_main
 
         return acp_main(argv[1:], latch)
+    if argv[:1] == ["serve"]:  # `rawtrio serve`: the host front ends attach to
+        from rawtrio.cli.serve import main as serve_main
+
+        return serve_main(argv[1:], latch)
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.prompt is None and args.output_format is not None:
         parser.error("--output-format applies only to headless runs (-p PROMPT)")
+    if args.prompt is None and (args.attach or args.no_attach):
+        which = "--attach" if args.attach else "--no-attach"
+        parser.error(f"{which} applies only to headless runs (-p PROMPT)")
     if args.fork and not (args.continue_ or args.resume):
         parser.error("--fork needs --continue or --resume ID (the session to copy)")
     if args.demo and (args.prompt is not None or args.plain):
@@ -131,7 +151,7 @@ def run(argv: list[str] | None = None, latch: SignalLatch | None = None) -> int:
     try:
         with latch.raising():
             if args.prompt is not None:
-                from rawtrio.cli.headless import main as front_end
+                from rawtrio.cli.attach import main as front_end
             elif not args.demo and (args.plain or not (sys.stdin.isatty() and sys.stdout.isatty())):
                 from rawtrio.cli.repl import main as front_end
             else:

@@ -83,6 +83,27 @@ API_KEY_ENV: Final[dict[str, str]] = {
     "openai-chat": "OPENAI_API_KEY",
     "openai-responses": "OPENAI_API_KEY",
 }
+#: The base-URL variable each provider's SDK reads when it is given no base URL. rawtrio
+#: reads it from the session's environment and passes it explicitly, so that on a host an
+#: attached client's variable counts, never the host's.
+BASE_URL_ENV: Final[dict[str, str]] = {
+    "anthropic": "ANTHROPIC_BASE_URL",
+    "openai-chat": "OPENAI_BASE_URL",
+    "openai-responses": "OPENAI_BASE_URL",
+}
+#: Every variable the provider SDKs read from the process environment on their own. A host
+#: removes them from its environment (`rawtrio.host.server`): each session's come from its
+#: own environment, explicitly, or not at all.
+SDK_ENV: Final = (
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "ANTHROPIC_BASE_URL",
+    "OPENAI_API_KEY",
+    "OPENAI_BASE_URL",
+    "OPENAI_ORG_ID",
+    "OPENAI_PROJECT_ID",
+    "OPENAI_WEBHOOK_SECRET",
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,7 +242,7 @@ class ResolvedAgent:
             kind=m.provider,
             model=m.model_id,
             api_key=key,
-            base_url=m.base_url,
+            base_url=m.base_url or variables.environ.get(BASE_URL_ENV[m.provider]) or None,
             request_timeout_s=self.request_timeout_s,
             stream_idle_timeout_s=self.stream_idle_timeout_s,
             max_retries=self.max_retries,

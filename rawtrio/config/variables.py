@@ -67,6 +67,11 @@ class VariableResolver:
         self._cache: dict[str, tuple[str, float]] = {}
         self._locks: dict[str, trio.Lock] = {}
 
+    @property
+    def environ(self) -> Mapping[str, str]:
+        """The environment variables are read from (the session's)."""
+        return self._env
+
     async def get(self, name: str, *, secret: bool = False) -> str:
         """The variable's value; `secret=True` redacts it even if not marked secret."""
         spec = self._specs.get(name)

@@ -91,6 +91,9 @@ class ConnectionSettings:
     cwd: Path
     grace_s: float
     strip_env: tuple[str, ...] = ()
+    #: The environment a stdio server starts from (before `strip_env`) and `{env = "NAME"}`
+    #: values are read from when `resolve` is None; None: this process's (`os.environ`).
+    env: Mapping[str, str] | None = None
     #: Resolves `env` / `headers` values (variables, environment); literal-only when None.
     resolve: ResolveEnv | None = None
     #: (level, text) for the user: crashes, hangs, restarts.
@@ -98,14 +101,18 @@ class ConnectionSettings:
     max_message_bytes: int = MAX_MESSAGE_BYTES
 
 
-async def resolve_literal(refs: Mapping[str, ValueRef]) -> dict[str, str]:
-    """Values without a variable resolver: literals and `{env = ...}` only."""
+async def resolve_literal(
+    refs: Mapping[str, ValueRef], env: Mapping[str, str] | None = None
+) -> dict[str, str]:
+    """Values without a variable resolver: literals and `{env = ...}` (read from `env`,
+    default this process's environment) only."""
+    environ = os.environ if env is None else env
     out: dict[str, str] = {}
     for key, ref in refs.items():
         if ref.value is not None:
             out[key] = ref.value
-        elif ref.env is not None and ref.env in os.environ:
-            out[key] = os.environ[ref.env]
+        elif ref.env is not None and ref.env in environ:
+            out[key] = environ[ref.env]
         else:
             what = f"variable {ref.var!r}" if ref.var else f"environment variable {ref.env!r}"
             raise McpServerError("?", f"needs {what} for {key!r}, which is not available")
@@ -269,7 +276,7 @@ class McpConnection:
         assert cfg.command is not None
         marker = f"mcp-{uuid.uuid4().hex}"
         env = child_environment(
-            None, session_id=s.session_id, strip=s.strip_env, call_marker=marker
+            s.env, session_id=s.session_id, strip=s.strip_env, call_marker=marker
         )
         env.update(await self._resolve(cfg.env))
         env[CALL_ENV_VAR] = marker
@@ -308,7 +315,7 @@ class McpConnection:
         try:
             if self.settings.resolve is not None:
                 return await self.settings.resolve(refs)
-            return await resolve_literal(refs)
+            return await resolve_literal(refs, self.settings.env)
         except McpServerError as exc:
             raise McpServerError(self.name, exc.reason) from None
         except RawtrioError as exc:  # a VariableError names the variable

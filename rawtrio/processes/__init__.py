@@ -42,6 +42,7 @@ from rawtrio.processes.environment import (
     RUNTIME_ENV_VAR,
     SESSION_ENV_VAR,
     child_environment,
+    is_stripped,
     new_call_marker,
 )
 from rawtrio.processes.group import (
@@ -73,6 +74,7 @@ __all__ = [
     "child_environment",
     "end_session_processes",
     "guard_processes",
+    "is_stripped",
     "new_call_marker",
     "open_process_group",
     "run_in_process_group",

@@ -27,6 +27,7 @@ __all__ = [
     "RUNTIME_ENV_VAR",
     "SESSION_ENV_VAR",
     "child_environment",
+    "is_stripped",
     "new_call_marker",
 ]
 
@@ -34,6 +35,11 @@ __all__ = [
 def new_call_marker() -> str:
     """A fresh `RAWTRIO_CALL` value."""
     return uuid.uuid4().hex
+
+
+def is_stripped(name: str, strip: Iterable[str]) -> bool:
+    """Whether `name` matches one of the shell-style patterns in `strip` (`*_API_KEY`)."""
+    return any(fnmatch.fnmatchcase(name, pattern) for pattern in strip)
 
 
 def child_environment(
@@ -49,7 +55,7 @@ def child_environment(
     env = dict(os.environ if base is None else base)
     patterns = tuple(strip)
     for name in list(env):
-        if any(fnmatch.fnmatchcase(name, pattern) for pattern in patterns):
+        if is_stripped(name, patterns):
             del env[name]
     env[SESSION_ENV_VAR] = session_id
     env[RUNTIME_ENV_VAR] = runtime_marker()

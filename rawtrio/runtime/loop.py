@@ -180,6 +180,7 @@ async def run_call(host: TurnHost, turn: Turn, call: ToolCall) -> ToolResult:
         cwd=host.cwd,
         settings=host.options.tools,
         emit_output=LiveOutput(host, turn.id, call.id, host.options.tools.output_cap),
+        env=host.options.env,
         jobs=host.jobs,
         plan=host.plan,
     )

@@ -70,3 +70,8 @@ class SessionOptions:
     mcp_cache_dir: Path | None = None
     #: Resolves `{var = ...}` in MCP servers' env and headers (None: literals and env only).
     variables: VariableResolver | None = None
+    #: The environment every process of the session starts from (bash, background jobs,
+    #: hooks, MCP stdio servers and their `{env = "NAME"}` values), before the secrets of
+    #: `tools.strip_env` are removed; an attached client's on a host. None: this process's
+    #: environment (`os.environ`, read when each process starts). Holds keys: not in repr.
+    env: Mapping[str, str] | None = field(default=None, repr=False)

@@ -137,6 +137,7 @@ class Session:
             session_id=self.id,
             cwd=self.cwd,
             grace_s=options.tools.sigterm_grace_s,
+            env=options.env,
             strip_env=options.tools.strip_env,
             redactor=self.redactor,
             on_receipt=self._hook_receipt,
@@ -239,6 +240,7 @@ class Session:
             cwd=self.cwd,
             grace_s=o.tools.sigterm_grace_s,
             strip_env=o.tools.strip_env,
+            env=o.env,
             resolve=o.variables.environment if o.variables is not None else None,
             notify=self._mcp_notice,
         )

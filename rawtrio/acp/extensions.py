@@ -1,0 +1,300 @@
+"""The host's `_rawtrio/*` methods (docs/contracts.md, "The host and attaching").
+
+ACP is the attach protocol; where it has nothing, a host (`rawtrio serve`) answers these
+extension methods on the same connection, next to every ACP method:
+
+- `_rawtrio/session/start` (request): resolve the client's options from its `cwd`, `env`,
+  `flags` and `headless` (the host has no configuration of its own), open the session its
+  `choice` names — or join it when it is live in this host already (never
+  `SessionLocked`: every front end of the host shares one live session) — and send the
+  connection every event after the join point as `_rawtrio/event` (with `since`, the
+  stored events after it first).
+- `_rawtrio/session/submit`, `_rawtrio/session/usage` (requests), `_rawtrio/session/cancel`
+  (notification): the session operations.
+- `_rawtrio/host/status`, `_rawtrio/host/stop` (requests).
+
+Errors a local run would raise (`RawtrioError`) are -32000 with `data = {"kind", "exit_code"}`
+(`rawtrio.errors.exit_code_for`, the mapping every command-line front end uses), so the
+client exits as a local run would. The client's environment is only passed to the options
+resolution: it is never logged, stored or sent to another connection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import math
+from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Final, Protocol, cast
+
+from rawtrio.acp import params as p
+from rawtrio.acp.agent import AcpAgent, AcpConnection, Extensions
+from rawtrio.acp.jsonrpc import RESOURCE_NOT_FOUND, Peer, Ready, Reply, RpcError
+from rawtrio.app.choice import Choice, start_session
+from rawtrio.cli.flags import PROVIDERS
+from rawtrio.errors import RawtrioError, TurnInProgress, exit_code_for
+from rawtrio.frozen import json_type_name
+
+if TYPE_CHECKING:
+    from rawtrio.app.options import SessionSetup
+
+log = logging.getLogger(__name__)
+
+#: The JSON-RPC error code of a `RawtrioError` (docs/contracts.md).
+RAWTRIO_ERROR: Final = -32000
+#: `_rawtrio/session/submit` while a turn runs.
+TURN_IN_PROGRESS: Final = -32002
+
+_MODES: Final = ("default", "accept-edits", "plan", "bypass")
+#: The session flags a client may send (`rawtrio/cli/flags.py` and `--trust`, `--yes`):
+#: destination → (JSON type name, check, allowed values or None).
+_FLAGS: Final[dict[str, tuple[str, Callable[[Any], bool], tuple[str, ...] | None]]] = {
+    "provider": ("a string", lambda v: isinstance(v, str), PROVIDERS),
+    "model": ("a string", lambda v: isinstance(v, str), None),
+    "base_url": ("a string", lambda v: isinstance(v, str), None),
+    "max_steps": ("a positive integer", lambda v: _is_int(v) and v > 0, None),
+    "sigterm_grace": ("a number of seconds >= 0", lambda v: _is_seconds(v), None),
+    "config": ("a string", lambda v: isinstance(v, str), None),
+    "agent": ("a string", lambda v: isinstance(v, str), None),
+    "permission_mode": ("a string", lambda v: isinstance(v, str), _MODES),
+    "trust": ("true or false", lambda v: isinstance(v, bool), None),
+    "yes": ("true or false", lambda v: isinstance(v, bool), None),
+}
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_seconds(value: Any) -> bool:
+    return (
+        isinstance(value, int | float)
+        and not isinstance(value, bool)
+        and math.isfinite(value)
+        and value >= 0
+    )
+
+
+class HostControl(Protocol):
+    """What the host (`rawtrio.host.server`) offers these methods."""
+
+    def handshake(self) -> dict[str, Any]:
+        """`_meta.rawtrio` of the `initialize` answer: version, protocol, pid."""
+
+    def status(self) -> dict[str, Any]:
+        """The `_rawtrio/host/status` answer."""
+
+    def stop(self) -> None:
+        """Close every session and exit (`_rawtrio/host/stop`)."""
+
+    async def options(
+        self,
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        overrides: argparse.Namespace,
+        headless: bool,
+    ) -> SessionSetup:
+        """A client's session options (`App.options_for`)."""
+
+
+def rawtrio_error(exc: RawtrioError) -> RpcError:
+    """A local run's error as the client must show it and exit with."""
+    return RpcError(
+        RAWTRIO_ERROR,
+        str(exc),
+        {"kind": type(exc).__name__, "exit_code": exit_code_for(exc)},
+    )
+
+
+def _host(conn: AcpConnection) -> HostControl:
+    host = conn.agent.host
+    assert host is not None  # the methods are dispatched only in a host
+    return cast("HostControl", host)
+
+
+def install(agent: AcpAgent, host: HostControl) -> None:
+    """Serve the `_rawtrio/*` methods on `agent`, for `host`."""
+    agent.host = host
+    agent.extensions = Extensions(REQUESTS, handle_notification, host.handshake)
+
+
+# --- params ---------------------------------------------------------------------------
+
+
+def _env(params: Mapping[str, Any]) -> dict[str, str]:
+    env = p.obj(params, "env")
+    for key, value in env.items():
+        if not isinstance(value, str):
+            # Name the variable, never its value: the environment holds secrets.
+            raise p.invalid(f"env.{key} must be a string, got {json_type_name(value)}")
+    return dict(env)
+
+
+def flags_namespace(flags: Mapping[str, Any]) -> argparse.Namespace:
+    """The client's session flags as the `argparse.Namespace` a local run would parse."""
+    ns = argparse.Namespace(**dict.fromkeys(_FLAGS))
+    ns.trust = ns.yes = False
+    for key, value in flags.items():
+        spec = _FLAGS.get(key)
+        if spec is None:
+            known = ", ".join(sorted(_FLAGS))
+            raise p.invalid(f"flags.{key}: unknown flag (one of {known})")
+        if value is None:
+            continue
+        what, check, allowed = spec
+        if not check(value):
+            raise p.invalid(f"flags.{key} must be {what}, got {json_type_name(value)}")
+        if allowed is not None and value not in allowed:
+            raise p.invalid(f"flags.{key}: {value!r} is not one of {', '.join(allowed)}")
+        setattr(ns, key, value)
+    return ns
+
+
+def _choice(params: Mapping[str, Any]) -> Choice:
+    choice = p.obj(params, "choice")
+    unknown = sorted(set(choice) - {"continue", "resume", "fork", "explicit_cwd"})
+    if unknown:
+        raise p.invalid(f"choice.{unknown[0]}: unknown key (continue, resume, fork)")
+    for key in ("continue", "fork", "explicit_cwd"):
+        if not isinstance(choice.get(key, False), bool):
+            raise p.invalid(f"choice.{key} must be true or false")
+    resume = p.string(choice, "resume", required=False)
+    if resume == "":
+        raise p.invalid("choice.resume must not be empty")
+    out = Choice(
+        continue_=choice.get("continue", False),
+        resume=resume,
+        fork=choice.get("fork", False),
+        explicit_cwd=choice.get("explicit_cwd", False),
+    )
+    if out.continue_ and out.resume is not None:
+        raise p.invalid("choice: continue and resume exclude each other")
+    if out.fork and out.new:
+        raise p.invalid("choice.fork needs continue or resume (the session to copy)")
+    return out
+
+
+def _since(params: Mapping[str, Any]) -> int | None:
+    value = params.get("since")
+    if value is None:
+        return None
+    if not _is_int(value) or value < 0:
+        raise p.invalid(f"since must be an integer >= 0, got {json_type_name(value)}")
+    return int(value)
+
+
+def _bool(params: Mapping[str, Any], key: str) -> bool:
+    value = params.get(key, False)
+    if not isinstance(value, bool):
+        raise p.invalid(f"{key} must be true or false, got {json_type_name(value)}")
+    return value
+
+
+# --- methods --------------------------------------------------------------------------
+
+
+async def session_start(
+    conn: AcpConnection, peer: Peer, params: Mapping[str, Any], ready: Ready
+) -> Any:
+    cwd = p.absolute_dir(params)
+    env = _env(params)
+    overrides = flags_namespace(p.obj(params, "flags"))
+    choice = _choice(params)
+    headless = _bool(params, "headless")
+    since = _since(params)
+    ready()
+    host, agent = _host(conn), conn.agent
+    try:
+        setup = await host.options(cwd=cwd, env=env, overrides=overrides, headless=headless)
+        while True:
+            await agent.closes_done()
+            if choice.new:
+                session = await agent.runtime.create_session(setup.options)
+            else:  # the live one when it is live in this host: joined, not locked
+                session = await start_session(agent.runtime, choice, setup.options)
+            if session.id not in agent.closing:
+                break  # else: being closed for want of a client; open it again after
+    except RawtrioError as exc:
+        raise rawtrio_error(exc) from None
+    live = await agent.adopt(session)
+    conn.sessions.add(live.id)
+    running = session.running_turn
+    await live.watch(peer, since)
+    return {
+        "sessionId": live.id,
+        "agent": setup.agent,
+        "model": session.model_name,
+        "notices": list(setup.notices),
+        "running": running,
+    }
+
+
+def _live_session(conn: AcpConnection, params: Mapping[str, Any]) -> Any:
+    sid = p.required_string(params, "sessionId")
+    live = conn.agent.sessions.get(sid)
+    if live is None or live.session.closed:
+        raise RpcError(
+            RESOURCE_NOT_FOUND,
+            f"session {sid!r} is not live in this host: start it with _rawtrio/session/start",
+        )
+    return live
+
+
+async def session_submit(
+    conn: AcpConnection, peer: Peer, params: Mapping[str, Any], ready: Ready
+) -> Any:
+    live = _live_session(conn, params)
+    text = p.required_string(params, "text")
+    try:
+        turn_id = await live.session.submit(text)
+    except TurnInProgress as exc:
+        raise RpcError(TURN_IN_PROGRESS, str(exc)) from None
+    except RawtrioError as exc:
+        raise rawtrio_error(exc) from None
+    return {"turnId": turn_id}
+
+
+async def session_usage(
+    conn: AcpConnection, peer: Peer, params: Mapping[str, Any], ready: Ready
+) -> Any:
+    totals = _live_session(conn, params).session.usage
+    return {
+        "cost_usd": totals.cost_usd,
+        "context_tokens": totals.context_tokens,
+        "context_window": totals.context_window,
+    }
+
+
+async def host_status(
+    conn: AcpConnection, peer: Peer, params: Mapping[str, Any], ready: Ready
+) -> Any:
+    return _host(conn).status()
+
+
+async def host_stop(
+    conn: AcpConnection, peer: Peer, params: Mapping[str, Any], ready: Ready
+) -> Any:
+    # Stopped once the answer is queued: the host then lets each connection write out.
+    return Reply({}, _host(conn).stop)
+
+
+async def handle_notification(conn: AcpConnection, peer: Peer, method: str, params: Any) -> None:
+    if method == "_rawtrio/session/cancel":
+        params = params or {}
+        live = _live_session(conn, params)
+        reason = p.string(params, "reason", required=False) or "cancelled by a client"
+        live.cancel(reason)
+    else:
+        log.info("%s: ignoring unknown notification %s", conn.name, method)
+
+
+_Method = Callable[[AcpConnection, Peer, Any, Ready], Awaitable[Any]]
+REQUESTS: Final[dict[str, _Method]] = {
+    "_rawtrio/session/start": session_start,
+    "_rawtrio/session/submit": session_submit,
+    "_rawtrio/session/usage": session_usage,
+    "_rawtrio/host/status": host_status,
+    "_rawtrio/host/stop": host_stop,
+}

@@ -1,0 +1,442 @@
+"""`rawtrio -p`: run the turn in the host of this state directory when one runs, else here.
+
+Decided before anything heavy is imported (docs/contracts.md, "The host and attaching"):
+`--no-attach`, `host.attach = "never"` (without `--attach`) or `--demo` run in this process
+(`rawtrio.cli.headless`). Otherwise the host's socket (`rawtrio.host.paths`) is tried: no
+host there (`ENOENT`, `ECONNREFUSED`) runs here too, unless `host.autostart = true` or
+`--attach` was given, which start one (`rawtrio serve --detach`, without the API keys of
+this environment) and wait for it to answer. A host of another rawtrio version or
+protocol, or one that does not answer the handshake, is left alone: one line on stderr
+says so and the turn runs here.
+
+Attached, the host resolves the configuration, AGENTS.md and keys from this process's
+working directory and environment (sent with `_rawtrio/session/start`), runs the turn, and
+streams its events back; they are rendered by the same `HeadlessOutput` as a local run,
+so the output, the stderr lines and the exit code are the same. SIGINT and SIGTERM cancel
+the remote turn (`_rawtrio/session/cancel`, reason `received SIGINT`) as they cancel a
+local one; further signals are noted and change nothing, and the turn's `turn_ended`
+decides the output and the exit code (130, 143 for a cancelled turn). An error the local
+run would raise arrives as its message and exit code and is printed as the local run
+prints it. A host that goes away before the turn ended leaves `rawtrio: error: the host
+(pid N) went away during the turn`, exit 1.
+
+The client is a blocking socket loop (`rawtrio.host.client`) that wakes for the socket
+and for signals (`signal.set_wakeup_fd`): no trio, no runtime, no configuration schema.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import errno
+import fnmatch
+import os
+import selectors
+import signal
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any, Final
+
+from rawtrio import __version__
+from rawtrio import events as ev
+from rawtrio.cli.flags import add_session_flags
+from rawtrio.cli.headless_output import HeadlessOutput, read_prompt, report, say_notice
+from rawtrio.cli.signals import Interrupted, SignalLatch
+from rawtrio.contracts import ExitCode
+from rawtrio.errors import ConfigError, UsageError
+from rawtrio.host.client import (
+    TURN_IN_PROGRESS,
+    HostConnection,
+    HostGone,
+    HostInfo,
+    NoHost,
+    ProtocolFault,
+    RemoteError,
+)
+from rawtrio.host.paths import HostPaths, host_paths
+from rawtrio.host.settings import read_host_settings
+from rawtrio.store.codec import event_from_json
+from rawtrio.unicode_safety import replace_unwritable
+
+#: Liveness bounds, far above what a working host needs: connecting to its socket, its
+#: answer to the handshake, and a host started here listening.
+CONNECT_TIMEOUT_S: Final = 10.0
+HANDSHAKE_TIMEOUT_S: Final = 30.0
+AUTOSTART_TIMEOUT_S: Final = 60.0
+#: Environment variables a host started here does not inherit: the keys of this process
+#: are sent with its own session only (the same patterns tools never see).
+HOST_STRIP_ENV: Final = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "*_API_KEY")
+#: Flags a local headless run reads besides the session flags (`rawtrio.cli.flags`).
+HEADLESS_FLAGS: Final = ("yes", "trust")
+
+
+def main(args: argparse.Namespace, latch: SignalLatch) -> int:
+    """`rawtrio -p`: attached to a host, or in this process."""
+    try:
+        with latch.raising():
+            prompt = read_prompt(args)
+    except Interrupted as exc:
+        return exc.exit_code
+    except UsageError as exc:
+        print(f"rawtrio: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    replace_unwritable(sys.stdout)
+    attach, autostart = attach_mode(args)
+    found = find_host(args, autostart=autostart) if attach else None
+    if found is None:
+        try:
+            with latch.raising():
+                from rawtrio.cli.headless import run_here
+        except Interrupted as exc:
+            return exc.exit_code
+        return run_here(prompt, args, latch)
+    conn, info = found
+    with conn:
+        if latch.received:  # before anything was asked of the host: no turn yet
+            return latch.exit_code or ExitCode.SIGINT
+        return AttachedRun(conn, info, latch, args.output_format or "text").run(prompt, args)
+
+
+def attach_mode(args: argparse.Namespace) -> tuple[bool, bool]:
+    """(attach to a running host, start one when none runs) for these flags and the
+    `[host]` settings of the user config file."""
+    if args.no_attach or args.demo:
+        return False, False
+    if args.attach:
+        return True, True
+    try:
+        settings = read_host_settings(args.config)
+    except ConfigError:
+        return False, False  # the local run reports the file's problem as it always does
+    if settings.attach == "never":
+        return False, False
+    return True, settings.autostart
+
+
+def state_dir() -> Path:
+    """The state directory (`rawtrio.store.paths`, which imports nothing heavy)."""
+    from rawtrio.store.paths import state_dir
+
+    return state_dir()
+
+
+def find_host(
+    args: argparse.Namespace, *, autostart: bool
+) -> tuple[HostConnection, HostInfo] | None:
+    """A connection to this state directory's host, after a handshake that found it
+    compatible; None (having said why, when it is not simply that none runs) to run here."""
+    paths = host_paths(state_dir())
+    try:
+        conn = HostConnection.connect(paths.socket, CONNECT_TIMEOUT_S)
+    except NoHost:
+        if not autostart:
+            return None
+        started = start_host(paths, args)
+        if started is None:
+            return None
+        conn = started
+    except OSError as exc:
+        say_notice(f"cannot reach the host at {paths.socket} ({_why(exc)}); running here instead")
+        return None
+    try:
+        info = conn.initialize(__version__, HANDSHAKE_TIMEOUT_S)
+    except (HostGone, TimeoutError, ProtocolFault, RemoteError) as exc:
+        conn.close()
+        say_notice(
+            f"the host at {paths.socket} did not answer the handshake ({exc}); running here instead"
+        )
+        return None
+    if not info.compatible(__version__):
+        conn.close()
+        say_notice(
+            f"the host (pid {info.pid}) is rawtrio {info.version} (protocol {info.protocol}); "
+            "running here instead"
+        )
+        return None
+    return conn, info
+
+
+def start_host(paths: HostPaths, args: argparse.Namespace) -> HostConnection | None:
+    """Start `rawtrio serve --detach` for this state directory and connect to it once it
+    listens; None (having said why) when it does not come up."""
+    import subprocess
+    import tempfile
+
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not any(fnmatch.fnmatchcase(k, pattern) for pattern in HOST_STRIP_ENV)
+    }
+    if args.config is not None:  # the host reads its [host] table from the same file
+        env["RAWTRIO_CONFIG"] = os.path.abspath(os.path.expanduser(args.config))
+    argv = [sys.executable, "-m", "rawtrio", "serve", "--detach"]
+    with tempfile.TemporaryFile() as errors:
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=errors,
+                env=env,
+                cwd="/",
+                start_new_session=True,  # a Ctrl-C meant for this run never reaches it
+            )
+        except OSError as exc:
+            say_notice(f"could not start a host ({_why(exc)}); running here instead")
+            return None
+        deadline = time.monotonic() + AUTOSTART_TIMEOUT_S
+        while True:
+            try:
+                return HostConnection.connect(paths.socket, CONNECT_TIMEOUT_S)
+            except NoHost:
+                pass
+            except OSError as exc:
+                say_notice(
+                    f"cannot reach the host at {paths.socket} ({_why(exc)}); running here instead"
+                )
+                return None
+            code = proc.poll()
+            # Another front end's host may hold the lock and be about to listen: wait for it.
+            if code not in (None, 0) and not lock_held(paths.lock):
+                say_notice(
+                    f"could not start a host (rawtrio serve --detach exited {code}"
+                    f"{_last_line(errors)}); running here instead"
+                )
+                return None
+            if time.monotonic() > deadline:
+                say_notice(
+                    f"the host started here is not listening on {paths.socket} after "
+                    f"{AUTOSTART_TIMEOUT_S:.0f} s; running here instead"
+                )
+                return None
+            time.sleep(0.02)
+
+
+def lock_held(path: Path) -> bool:
+    """Whether a running host holds the state directory's lock."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except OSError as exc:
+        return exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN)
+    finally:
+        os.close(fd)  # also releases the shared lock taken for the test
+    return False
+
+
+def _last_line(stream: IO[bytes]) -> str:
+    stream.seek(0)
+    lines = stream.read().decode("utf-8", "replace").strip().splitlines()
+    return f": {lines[-1]}" if lines else ""
+
+
+def _why(exc: OSError) -> str:
+    return exc.strerror or str(exc)
+
+
+def session_flags(args: argparse.Namespace) -> dict[str, Any]:
+    """The run's session flags (`rawtrio.cli.flags`) and the headless ones, as JSON values,
+    for the host to resolve the session with (paths made absolute: the host's working
+    directory is not ours)."""
+    probe = argparse.ArgumentParser(add_help=False)
+    add_session_flags(probe)
+    names = [*vars(probe.parse_args([])), *HEADLESS_FLAGS]
+    flags = {name: getattr(args, name, None) for name in names}
+    config = flags.get("config")
+    if isinstance(config, str):
+        flags["config"] = os.path.abspath(os.path.expanduser(config))
+    return flags
+
+
+def client_env() -> dict[str, str]:
+    """This process's environment for the host, a relative `RAWTRIO_CONFIG` made
+    absolute."""
+    env = dict(os.environ)
+    if env.get("RAWTRIO_CONFIG"):
+        env["RAWTRIO_CONFIG"] = os.path.abspath(os.path.expanduser(env["RAWTRIO_CONFIG"]))
+    return env
+
+
+@dataclass(frozen=True)
+class Totals:
+    """The host's `_rawtrio/session/usage` answer."""
+
+    cost_usd: float | None
+    context_tokens: int
+    context_window: int | None
+
+    @classmethod
+    def from_json(cls, data: Any) -> Totals:
+        data = data if isinstance(data, dict) else {}
+        cost, tokens, window = (
+            data.get("cost_usd"),
+            data.get("context_tokens"),
+            data.get("context_window"),
+        )
+        return cls(
+            cost_usd=float(cost) if isinstance(cost, int | float) else None,
+            context_tokens=tokens if isinstance(tokens, int) else 0,
+            context_window=window if isinstance(window, int) else None,
+        )
+
+
+class AttachedRun:
+    """One `rawtrio -p` turn run by a host: start, submit, render until `turn_ended`."""
+
+    def __init__(self, conn: HostConnection, info: HostInfo, latch: SignalLatch, fmt: str):
+        self._conn = conn
+        self._info = info
+        self._latch = latch
+        self._fmt = fmt
+        self._signals_seen = 0
+        self._turn_started = False
+
+    @property
+    def _host(self) -> str:
+        return f"the host (pid {self._info.pid})" if self._info.pid else "the host"
+
+    def run(self, prompt: str, args: argparse.Namespace) -> int:
+        with wake_on_signals() as wake_fd:
+            try:
+                return self._run(prompt, args, wake_fd)
+            except RemoteError as exc:
+                return self._refused(exc)
+            except HostGone:
+                when = "during the turn" if self._turn_started else "before the turn started"
+                print(f"rawtrio: error: {self._host} went away {when}", file=sys.stderr)
+                return ExitCode.ERROR
+            except ProtocolFault as exc:
+                print(f"rawtrio: error: {self._host} broke the protocol: {exc}", file=sys.stderr)
+                return ExitCode.ERROR
+
+    def _run(self, prompt: str, args: argparse.Namespace, wake_fd: int) -> int:
+        conn = self._conn
+        started = conn.request(
+            "_rawtrio/session/start",
+            {
+                "cwd": str(Path(args.cwd or os.getcwd()).resolve()),
+                "env": client_env(),
+                "flags": session_flags(args),
+                "choice": {
+                    "continue": bool(args.continue_),
+                    "resume": args.resume,
+                    "fork": bool(args.fork),
+                    # --cwd given: it must agree with a resumed session's directory.
+                    "explicit_cwd": args.cwd is not None,
+                },
+                "headless": True,
+            },
+        )
+        while conn.next_message() is not None:
+            pass  # events before the join point: a local run subscribes after the start too
+        notices = started.get("notices") if isinstance(started, dict) else None
+        for notice in notices or ():
+            say_notice(str(notice))
+        session_id = _field(started, "sessionId", "_rawtrio/session/start")
+        submitted = conn.request(
+            "_rawtrio/session/submit", {"sessionId": session_id, "text": prompt}
+        )
+        self._turn_started = True
+        turn_id = _field(submitted, "turnId", "_rawtrio/session/submit")
+        output = HeadlessOutput(self._fmt, sys.stdout, turn_id)
+        ended = self._follow(output, session_id, wake_fd)
+        totals = None
+        if output.needs_totals:
+            usage = conn.request("_rawtrio/session/usage", {"sessionId": session_id})
+            totals = Totals.from_json(usage)
+        output.finish(ended, session_id, totals)
+        return report(ended, self._latch)
+
+    def _follow(self, output: HeadlessOutput, session_id: str, wake_fd: int) -> ev.TurnEnded:
+        """Render the session's events until the turn's end, cancelling the turn on the
+        first signal (one that came while the session started included)."""
+        with selectors.DefaultSelector() as selector:
+            selector.register(self._conn.fileno(), selectors.EVENT_READ, "host")
+            selector.register(wake_fd, selectors.EVENT_READ, "signal")
+            while True:
+                self._cancel_on_signal(session_id)
+                message = self._conn.next_message()
+                if message is None:
+                    for key, _ in selector.select():
+                        if key.data == "signal":
+                            _drain(wake_fd)
+                        else:
+                            self._conn.receive_available()
+                    continue
+                event = _event_of(message, session_id)
+                if event is not None and (ended := output.render(event)) is not None:
+                    return ended
+
+    def _cancel_on_signal(self, session_id: str) -> None:
+        received = self._latch.received
+        if len(received) > self._signals_seen:
+            if self._signals_seen == 0:  # the first cancels; later ones change nothing
+                reason = f"received {received[0].name}"
+                self._conn.notify(
+                    "_rawtrio/session/cancel", {"sessionId": session_id, "reason": reason}
+                )
+            self._signals_seen = len(received)
+
+    def _refused(self, exc: RemoteError) -> int:
+        """An error answer, printed as a local run prints the same error."""
+        code = exc.exit_code
+        if code is not None:
+            print(f"rawtrio: {exc.message}", file=sys.stderr)
+            return code
+        if exc.code == TURN_IN_PROGRESS:  # the session runs a turn in another front end
+            print(f"rawtrio: {exc.message}", file=sys.stderr)
+            return ExitCode.SESSION_LOCKED
+        print(f"rawtrio: error: {self._host} refused {exc}", file=sys.stderr)
+        return ExitCode.ERROR
+
+
+def _field(result: Any, name: str, method: str) -> str:
+    value = result.get(name) if isinstance(result, dict) else None
+    if not isinstance(value, str):
+        raise ProtocolFault(f"{method}: the answer has no {name}")
+    return value
+
+
+def _event_of(message: dict[str, Any], session_id: str) -> ev.Event | None:
+    """The event a `_rawtrio/event` notification of this session carries, else None."""
+    if message.get("method") != "_rawtrio/event":
+        return None
+    params = message.get("params")
+    if not isinstance(params, dict) or params.get("sessionId") != session_id:
+        return None
+    data = params.get("event")
+    if not isinstance(data, dict):
+        return None
+    try:
+        return event_from_json(data)
+    except (TypeError, ValueError) as exc:
+        raise ProtocolFault(f"an event that does not decode: {exc}") from None
+
+
+@contextlib.contextmanager
+def wake_on_signals() -> Iterator[int]:
+    """A pipe that becomes readable when a signal arrives (`signal.set_wakeup_fd`), so a
+    blocking `select` wakes for it; the process's handlers (`SignalLatch`) still note
+    every signal."""
+    read_fd, write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    previous = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
+    try:
+        yield read_fd
+    finally:
+        signal.set_wakeup_fd(previous)
+        os.close(read_fd)
+        os.close(write_fd)
+
+
+def _drain(fd: int) -> None:
+    with contextlib.suppress(BlockingIOError):
+        while os.read(fd, 512):
+            pass

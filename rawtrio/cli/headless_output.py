@@ -1,0 +1,206 @@
+"""What `rawtrio -p` prints: the prompt it reads, the events of its turn rendered one at a
+time in the chosen format, and the exit code of the turn's end.
+
+Shared by the run in this process (`rawtrio.cli.headless`, trio) and the run attached to a
+host (`rawtrio.cli.attach`, a blocking socket loop), so both write the same bytes, the same
+stderr lines and end with the same exit codes. `HeadlessOutput.render` takes one event and
+never waits; the caller feeds it events until it says the turn ended, then calls `finish`.
+
+Imports nothing heavy (no trio, no runtime, no configuration schema): the attached client's
+cold start is the interpreter, the event codec and this renderer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Protocol, TextIO
+
+from rawtrio import events as ev
+from rawtrio.cli.signals import SignalLatch
+from rawtrio.contracts import ExitCode, ToolStatus, TurnOutcome
+from rawtrio.errors import UsageError
+from rawtrio.runtime.view import MessageView, NoticeView, ToolCallView, ToolPhase, TranscriptView
+from rawtrio.unicode_safety import describe_undecodable, replace_lone_surrogates, scrub_json
+
+OUTCOME_EXIT = {
+    TurnOutcome.COMPLETED: ExitCode.COMPLETED,
+    TurnOutcome.MAX_STEPS: ExitCode.MAX_STEPS,
+    TurnOutcome.ERROR: ExitCode.ERROR,
+}
+
+
+class SessionTotals(Protocol):
+    """A session's usage totals as `json` output reports them (`Session.usage`, or the
+    host's `_rawtrio/session/usage` answer)."""
+
+    @property
+    def cost_usd(self) -> float | None: ...
+    @property
+    def context_tokens(self) -> int: ...
+    @property
+    def context_window(self) -> int | None: ...
+
+
+def read_prompt(args: argparse.Namespace) -> str:
+    """The prompt of `-p` (standard input for `-`); `UsageError` when it is not text or
+    empty."""
+    prompt = _read_stdin() if args.prompt == "-" else args.prompt
+    problem = describe_undecodable(prompt, "-p: the prompt")
+    if problem is not None:
+        raise UsageError(problem)
+    if not prompt.strip():
+        raise UsageError("-p: the prompt is empty")
+    return str(prompt)
+
+
+def _read_stdin() -> str:
+    """The prompt from standard input, which must be UTF-8 (a clear error if not)."""
+    raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
+    if isinstance(raw, str):
+        return raw
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise UsageError(
+            f"-p -: standard input is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at "
+            f"offset {exc.start}); rawtrio takes text in UTF-8"
+        ) from None
+
+
+def say_notice(notice: str) -> None:
+    print(f"rawtrio: {notice}", file=sys.stderr)
+
+
+def report(ended: ev.TurnEnded, latch: SignalLatch) -> int:
+    """Say on stderr why a turn did not complete; return the exit code for its outcome."""
+    if ended.outcome is TurnOutcome.COMPLETED:
+        return ExitCode.COMPLETED
+    if ended.outcome is TurnOutcome.CANCELLED:
+        print(f"rawtrio: cancelled ({ended.reason})", file=sys.stderr)
+        return latch.exit_code or ExitCode.SIGINT
+    label = "error" if ended.outcome is TurnOutcome.ERROR else "stopped"
+    print(f"rawtrio: {label}: {ended.reason}", file=sys.stderr)
+    return OUTCOME_EXIT[ended.outcome]
+
+
+class HeadlessOutput:
+    """Writes one turn's events in `fmt` (`text`, `json` or `stream-json`) to `out`."""
+
+    def __init__(self, fmt: str, out: TextIO, turn_id: str) -> None:
+        self.fmt = fmt
+        self._out = out
+        self._turn_id = turn_id
+        self._usage = {
+            "input_tokens": 0,
+            "output_tokens": 0,
+            "cache_read_tokens": 0,
+            "cache_write_tokens": 0,
+        }
+        self._cost: float | None = None  # this turn's, when the model has prices
+        self._text = TextOutput(out)
+
+    @property
+    def needs_totals(self) -> bool:
+        """Whether `finish` reports the session's totals (the `json` result does)."""
+        return self.fmt == "json"
+
+    def render(self, event: ev.Event) -> ev.TurnEnded | None:
+        """Write one event; return it when it is this turn's end (then call `finish`)."""
+        if self.fmt == "stream-json":
+            self._out.write(json.dumps(scrub_json(ev.event_to_json(event))) + "\n")
+            self._out.flush()
+        elif self.fmt == "text":
+            self._text.render(event)
+        elif isinstance(event, ev.Notice) and event.level != "info":
+            # json: stdout carries only the result object, so waits a person should know
+            # of ("retrying in 4 s: 529 overloaded, …") go to stderr as they happen.
+            print(f"rawtrio: {event.level}: {event.text}", file=sys.stderr, flush=True)
+        if isinstance(event, ev.Usage) and event.turn_id == self._turn_id:
+            for k in self._usage:
+                self._usage[k] += getattr(event, k)
+            if event.cost_usd is not None:
+                self._cost = (self._cost or 0.0) + event.cost_usd
+        if isinstance(event, ev.TurnEnded) and event.turn_id == self._turn_id:
+            return event
+        return None
+
+    def finish(
+        self, ended: ev.TurnEnded, session_id: str, totals: SessionTotals | None = None
+    ) -> None:
+        """End the output after the turn's end: the last line of `text`, the result object
+        of `json` (`totals` are the session's, required then)."""
+        if self.fmt == "text":
+            self._text.end()
+        elif self.fmt == "json":
+            assert totals is not None, "json output reports the session's totals"
+            result = {
+                "v": 1,
+                "session_id": session_id,
+                "turn_id": self._turn_id,
+                "outcome": ended.outcome.value,
+                "reason": ended.reason,
+                "steps": ended.steps,
+                "result": ended.final_text,
+                "usage": {
+                    **self._usage,
+                    # Cost (null without configured prices) and the context against the window.
+                    "cost_usd": self._cost,
+                    "session_cost_usd": totals.cost_usd,
+                    "context_tokens": totals.context_tokens,
+                    "context_window": totals.context_window,
+                },
+            }
+            self._out.write(json.dumps(scrub_json(result)) + "\n")
+        self._out.flush()
+
+
+class TextOutput:
+    """`--output-format text`: the model's text on stdout, each step's on a line of its
+    own; denied calls and notices on stderr, one line each (from the transcript view)."""
+
+    def __init__(self, out: TextIO) -> None:
+        self._out = out
+        self._view = TranscriptView(retain=False)
+        self._step: int | None = None  # the step whose text was written last
+        self._at_line_start = True
+
+    def render(self, event: ev.Event) -> None:
+        for change in self._view.apply(event):
+            item = change.item
+            if isinstance(item, MessageView) and change.appended:
+                self._text(item.step, change.appended)
+            elif (
+                isinstance(item, ToolCallView)
+                and change.entered(ToolPhase.FINISHED)
+                and item.status is ToolStatus.DENIED
+            ):
+                why = item.content.strip().splitlines()[0] if item.content.strip() else ""
+                if not why.lower().startswith("denied"):
+                    by = f" by {item.denied_by.value}" if item.denied_by is not None else ""
+                    why = f"denied{by}" + (f": {why}" if why else "")
+                self._say(f"{item.name}: {why}")
+            elif isinstance(item, NoticeView):
+                self._say(item.text if item.level == "info" else f"{item.level}: {item.text}")
+
+    def _text(self, step: int, text: str) -> None:
+        if self._step is not None and step != self._step and not self._at_line_start:
+            self._out.write("\n")
+        self._step = step
+        self._out.write(replace_lone_surrogates(text))
+        self._out.flush()
+        self._at_line_start = text.endswith("\n")
+
+    def end(self) -> None:
+        """End the last line; print nothing when no text came."""
+        if not self._at_line_start:
+            self._out.write("\n")
+            self._at_line_start = True
+
+    def _say(self, line: str) -> None:
+        if not self._at_line_start and self._out.isatty():  # both on one terminal
+            self._out.write("\n")
+            self._out.flush()
+            self._at_line_start = True
+        print(f"rawtrio: {replace_lone_surrogates(line)}", file=sys.stderr, flush=True)

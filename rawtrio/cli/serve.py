@@ -1,0 +1,339 @@
+"""`rawtrio serve`: run the host that front ends attach to (docs/contracts.md, "The host and
+attaching"; docs/acp.md, "The host").
+
+- `rawtrio serve` runs it in the foreground until SIGINT/SIGTERM, `rawtrio serve --stop`,
+  or `host.idle_exit` seconds (`--idle-exit`) with no connection and no running turn.
+- `--detach` starts the same host as a background process (a new session, stdin
+  `/dev/null`, stdout and stderr appended to `<state>/host.log`), waits until it answers
+  `initialize` on its socket, prints its pid and socket, and exits 0 — or exits 1 with the
+  log's last lines when it did not come up.
+- `--status` prints the registration and the host's live status (`_rawtrio/host/status`)
+  as JSON, exit 0; "no host running", exit 3.
+- `--stop` asks the host to stop (`_rawtrio/host/stop`) and waits until its pid is gone;
+  exit 0, or 3 when none runs.
+- `--ws` also serves the ACP WebSocket listener (as `rawtrio acp --ws`) from the host.
+
+Exit codes: 0 done, 1 the host failed (or did not come up), 2 usage error or a host already
+runs for this state directory, 3 no host running (`--status`, `--stop`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any, Final
+
+from rawtrio.cli.signals import SignalLatch
+from rawtrio.contracts import ExitCode
+
+NO_HOST: Final = 3
+#: How long `--detach` waits for the new host to answer, and `--stop` for it to go.
+START_DEADLINE_S: Final = 60.0
+STOP_DEADLINE_S: Final = 60.0
+_LOG_TAIL: Final = 20
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="rawtrio serve",
+        description="Run the host that front ends attach to: one runtime and one store for "
+        "this user and state directory, on a private Unix socket (ACP).",
+    )
+    what = p.add_mutually_exclusive_group()
+    what.add_argument(
+        "--detach", action="store_true", help="start the host in the background (log: host.log)"
+    )
+    what.add_argument("--status", action="store_true", help="show the running host")
+    what.add_argument("--stop", action="store_true", help="stop the running host")
+    p.add_argument(
+        "--idle-exit",
+        type=float,
+        metavar="SECONDS",
+        help="exit after this long with no client and no running turn (0: never; default "
+        "host.idle_exit, 1800)",
+    )
+    p.add_argument("--ws", action="store_true", help="also serve ACP on a local WebSocket")
+    p.add_argument("--host", default="127.0.0.1", help="WebSocket address (default 127.0.0.1)")
+    p.add_argument("--port", type=int, default=0, help="WebSocket port (default: a free one)")
+    p.add_argument(
+        "--allow-origin",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="also accept WebSocket connections from this Origin (loopback origins always are)",
+    )
+    p.add_argument(
+        "--permission-timeout",
+        type=float,
+        default=300.0,
+        metavar="SECONDS",
+        help="cancel a turn whose permission request finds no connected client this long "
+        "(default 300)",
+    )
+    p.add_argument(
+        "--max-message",
+        type=int,
+        default=8 * 1024 * 1024,
+        metavar="BYTES",
+        help="largest incoming message (default 8 MiB)",
+    )
+    p.add_argument(
+        "--max-queued",
+        type=int,
+        default=4096,
+        metavar="N",
+        help="messages queued for a connection before a client that stopped reading is cut "
+        "off (default 4096)",
+    )
+    p.add_argument(
+        "--handshake-timeout",
+        type=float,
+        default=5.0,
+        metavar="SECONDS",
+        help="WebSocket: close a connection that has not sent its upgrade request this long",
+    )
+    p.add_argument(
+        "--max-pending-handshakes",
+        type=int,
+        default=64,
+        metavar="N",
+        help="WebSocket: connections waiting for their handshake at once",
+    )
+    p.add_argument("--config", metavar="PATH", help="user config file to read [host] from")
+    return p
+
+
+def main(argv: list[str], latch: SignalLatch | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.idle_exit is not None and not 0 <= args.idle_exit < math.inf:
+        parser.error("--idle-exit: expected 0 (never) or more seconds")
+    if not 0 < args.permission_timeout < math.inf:
+        parser.error("--permission-timeout: expected seconds > 0")
+    if args.max_queued < 16:
+        parser.error("--max-queued: expected at least 16")
+    if args.max_message < 1024:
+        parser.error("--max-message: expected at least 1024 bytes")
+    if not 0 < args.handshake_timeout < math.inf:
+        parser.error("--handshake-timeout: expected seconds > 0")
+    if args.max_pending_handshakes < 1:
+        parser.error("--max-pending-handshakes: expected at least 1")
+    from rawtrio.host.paths import host_paths
+    from rawtrio.store.paths import state_dir
+
+    paths = host_paths(state_dir())
+    if args.status:
+        return _status(paths)
+    if args.stop:
+        return _stop(paths)
+    if args.detach:
+        return _detach(paths, argv)
+    return _foreground(paths, args, latch or SignalLatch())
+
+
+def _foreground(paths: Any, args: argparse.Namespace, latch: SignalLatch) -> int:
+    import trio
+
+    from rawtrio.errors import RawtrioError, exit_code_for
+    from rawtrio.host.server import HostRunning, WsOptions, host_lock, run_host
+    from rawtrio.host.settings import read_host_settings
+
+    try:
+        idle = args.idle_exit
+        if idle is None:
+            idle = read_host_settings(args.config).idle_exit_s
+        ws = (
+            WsOptions(
+                host=args.host,
+                port=args.port,
+                allowed_origins=tuple(args.allow_origin),
+                handshake_timeout=args.handshake_timeout,
+                max_pending=args.max_pending_handshakes,
+            )
+            if args.ws
+            else None
+        )
+        with host_lock(paths):
+            trio.run(
+                lambda: run_host(
+                    paths,
+                    latch,
+                    idle_exit_s=idle,
+                    ws=ws,
+                    permission_timeout_s=args.permission_timeout,
+                    max_frame=args.max_message,
+                    outbox=args.max_queued,
+                )
+            )
+    except HostRunning as exc:
+        print(f"rawtrio: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    except RawtrioError as exc:
+        print(f"rawtrio: {exc}", file=sys.stderr)
+        return exit_code_for(exc)
+    except OSError as exc:  # the socket could not be bound, the state dir not written
+        print(f"rawtrio: cannot serve: {exc}", file=sys.stderr)
+        return ExitCode.ERROR
+    return ExitCode.COMPLETED
+
+
+# --- a small blocking client for --status, --stop and --detach ------------------------
+
+
+class _NoHost(Exception):
+    pass
+
+
+def _call(sock_path: str, method: str, params: dict[str, Any], *, timeout: float) -> Any:
+    """`initialize`, then one request; its result (`_NoHost` when nobody answers)."""
+    try:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.settimeout(timeout)
+        s.connect(sock_path)
+    except OSError as exc:
+        raise _NoHost(str(exc)) from None
+    with s, s.makefile("rwb") as f:
+        calls = [("initialize", {"protocolVersion": 1, "clientCapabilities": {}})]
+        if method != "initialize":
+            calls.append((method, params))
+        result: Any = None
+        for rid, (name, args) in enumerate(calls, 1):
+            message = {"jsonrpc": "2.0", "id": rid, "method": name, "params": args}
+            try:
+                f.write(json.dumps(message).encode() + b"\n")
+                f.flush()
+                while True:
+                    line = f.readline()
+                    if not line:
+                        raise _NoHost("the host closed the connection")
+                    answer = json.loads(line)
+                    if answer.get("id") == rid:
+                        break
+            except OSError as exc:
+                raise _NoHost(str(exc)) from None
+            if "error" in answer:
+                raise _NoHost(f"{name}: {answer['error'].get('message')}")
+            result = answer.get("result")
+        return result
+
+
+def _running(paths: Any) -> Any:
+    from rawtrio.host.paths import read_registration
+
+    reg = read_registration(paths.registration)
+    if reg is None or not _alive(reg.pid):
+        return None
+    return reg
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _status(paths: Any) -> int:
+    reg = _running(paths)
+    if reg is None:
+        print("no host running", file=sys.stderr)
+        return NO_HOST
+    try:
+        live = _call(reg.socket, "_rawtrio/host/status", {}, timeout=10)
+    except _NoHost as exc:
+        print(f"no host running (pid {reg.pid} does not answer: {exc})", file=sys.stderr)
+        return NO_HOST
+    print(json.dumps({"registration": reg.to_json(), "status": live}, indent=2))
+    return ExitCode.COMPLETED
+
+
+def _stop(paths: Any) -> int:
+    reg = _running(paths)
+    if reg is None:
+        print("no host running", file=sys.stderr)
+        return NO_HOST
+    try:
+        _call(reg.socket, "_rawtrio/host/stop", {}, timeout=10)
+    except _NoHost as exc:
+        print(f"rawtrio: the host (pid {reg.pid}) did not answer: {exc}", file=sys.stderr)
+        return ExitCode.ERROR
+    deadline = time.monotonic() + STOP_DEADLINE_S
+    while _alive(reg.pid) and not _reaped(reg.pid):
+        if time.monotonic() > deadline:
+            print(f"rawtrio: the host (pid {reg.pid}) is still running", file=sys.stderr)
+            return ExitCode.ERROR
+        time.sleep(0.05)
+    print(f"stopped the host (pid {reg.pid})", file=sys.stderr)
+    return ExitCode.COMPLETED
+
+
+def _reaped(pid: int) -> bool:
+    """A zombie counts as gone (its parent has not reaped it yet)."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] == "Z"
+    except (OSError, IndexError):
+        return True
+
+
+def _detach(paths: Any, argv: list[str]) -> int:
+    from rawtrio.host.server import lock_is_held, lock_pid
+    from rawtrio.private_files import open_private
+
+    if lock_is_held(paths.lock):
+        pid = lock_pid(paths.lock)
+        who = f" (pid {pid})" if pid is not None else ""
+        print(f"rawtrio: a host already runs for {paths.state}{who}", file=sys.stderr)
+        return ExitCode.USAGE
+    child_argv = [sys.executable, "-m", "rawtrio", "serve", *(a for a in argv if a != "--detach")]
+    with open_private(paths.log, "a") as log, open(os.devnull, "rb") as devnull:
+        log.write(f"--- rawtrio serve --detach at {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+        log.flush()
+        proc = subprocess.Popen(
+            child_argv,
+            stdin=devnull,
+            stdout=log,
+            stderr=log,
+            start_new_session=True,
+            close_fds=True,
+        )
+    deadline = time.monotonic() + START_DEADLINE_S
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            break
+        try:
+            answer = _call(str(paths.socket), "initialize", {}, timeout=5)
+        except _NoHost:
+            time.sleep(0.05)
+            continue
+        meta = ((answer or {}).get("_meta") or {}).get("rawtrio") or {}
+        if meta.get("pid") == proc.pid:
+            print(json.dumps({"pid": proc.pid, "socket": str(paths.socket)}))
+            return ExitCode.COMPLETED
+        time.sleep(0.05)
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        proc.wait()
+    print(f"rawtrio: the host did not come up (log: {paths.log}):", file=sys.stderr)
+    for line in _tail(paths.log):
+        print(f"  {line}", file=sys.stderr)
+    return ExitCode.ERROR
+
+
+def _tail(path: Path) -> list[str]:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace").splitlines()[-_LOG_TAIL:]
+    except OSError:
+        return []
