@@ -58,6 +58,7 @@ from rawtrio.config.schema import (
     ProviderName,
     ValueRef,
     VariableConfig,
+    env_ref,
 )
 from rawtrio.config.trust import TrustStore
 from rawtrio.config.variables import VariableError, VariableResolver
@@ -475,7 +476,7 @@ def _resolve_model(
         provider=provider,
         model_id=model_id,
         base_url=base_url,
-        api_key=ValueRef(env=API_KEY_ENV[provider]),
+        api_key=env_ref(API_KEY_ENV[provider]),
         note=note,
     )
 
@@ -486,7 +487,7 @@ def _configured_model(name: str, mc: ModelConfig) -> ResolvedModel:
         provider=mc.provider,
         model_id=mc.model_id,
         base_url=mc.base_url,
-        api_key=mc.api_key or ValueRef(env=API_KEY_ENV[mc.provider]),
+        api_key=mc.api_key or env_ref(API_KEY_ENV[mc.provider]),
         context_window=mc.context_window,
         max_output_tokens=mc.max_output_tokens,
         prices=mc.prices,

@@ -37,7 +37,6 @@ from typing import Final, Protocol
 
 from rawtrio.messages import ProviderKind
 from rawtrio.providers import check_settings, make_provider
-from rawtrio.providers._stream import client_options
 from rawtrio.providers.base import ModelRequest, Provider, ProviderSettings, StreamEvent
 
 __all__ = ["DEFAULT_KEEP_IDLE", "ClientKey", "ClientPool", "build_client"]
@@ -88,6 +87,10 @@ def build_client(settings: ProviderSettings) -> SdkClient:
     """A new SDK client for `settings` (blocking: may import the SDK)."""
     module_name, class_name = _SDK_CLIENTS[settings.kind]
     module = importlib.import_module(module_name)
+    # The stream helpers import httpx2, which the SDK imports anyway: after it, never at
+    # start-up (docs/benchmarks.md, rawtrio's work before the SDK import).
+    from rawtrio.providers._stream import client_options
+
     cls = getattr(module, class_name)
     client: SdkClient = cls(**client_options(settings, module.DefaultAsyncHttpxClient))
     return client

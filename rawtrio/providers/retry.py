@@ -34,7 +34,6 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-import httpx2
 import trio
 
 from rawtrio.errors import (
@@ -65,6 +64,8 @@ _RETRIED_KINDS: tuple[type[ProviderError], ...] = (
 
 def retryable(exc: ProviderError) -> bool:
     """Whether another identical request may succeed where this one failed."""
+    import httpx2  # loaded with the SDK by now; never at start-up (docs/benchmarks.md)
+
     if isinstance(exc, MalformedStream) or _caused_by(exc, httpx2.ConnectError):
         return False
     if exc.status is not None:

@@ -32,10 +32,9 @@ import trio
 from rawtrio.contracts import CLEANUP_DEADLINE_S, TurnOutcome
 from rawtrio.events import Event
 from rawtrio.messages import Message
-from rawtrio.store import export, ops, schema, search
+from rawtrio.store import ops, schema
 from rawtrio.store.base import ExportFormat, HistoryPage, SearchHit, SessionRecord, TurnRecord
 from rawtrio.store.errors import StoreError, StoreUnusable, from_sqlite
-from rawtrio.store.fork import fork
 from rawtrio.store.lease import Leases
 from rawtrio.store.paths import default_db_path, fallback_paths, prepare_db_file
 from rawtrio.store.recovery import RecoveryReport
@@ -283,6 +282,8 @@ class SqliteStore:
         up_to: int | None = None,
         title: str | None = None,
     ) -> SessionRecord:
+        from rawtrio.store.fork import fork  # forks, exports and searches are rare: not at start-up
+
         self.leases.acquire(session_id)
         try:
             return await self._run("a fork", lambda c: fork(c, source_id, session_id, up_to, title))
@@ -291,6 +292,8 @@ class SqliteStore:
             raise
 
     async def export_session(self, session_id: str, fmt: ExportFormat) -> str:
+        from rawtrio.store import export
+
         def read(c: ops.Conn) -> str:
             record = ops.get_session(c, session_id)
             return export.export(
@@ -302,7 +305,9 @@ class SqliteStore:
     async def search(
         self, query: str, *, cwd: str | None = None, limit: int = 20
     ) -> list[SearchHit]:
-        return await self._run("a search", lambda c: search.search(c, query, cwd, limit), read=True)
+        from rawtrio.store.search import search
+
+        return await self._run("a search", lambda c: search(c, query, cwd, limit), read=True)
 
     async def expire_sessions(self, retention_days: float) -> list[str]:
         if retention_days <= 0:

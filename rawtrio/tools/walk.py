@@ -19,10 +19,12 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-import pathspec
 import trio
+
+if TYPE_CHECKING:
+    import pathspec
 
 CANCEL_CHECK_EVERY: Final = 512
 _ALWAYS_SKIPPED: Final = frozenset({".git"})
@@ -109,6 +111,8 @@ def _load_rules(file: str, base: str) -> _Rules | None:
     lines = [line for line in lines if line.strip() and not line.startswith("#")]
     if not lines:
         return None
+    import pathspec  # on the first .gitignore read: not at start-up (docs/benchmarks.md)
+
     return _Rules(base, pathspec.GitIgnoreSpec.from_lines(lines))
 
 

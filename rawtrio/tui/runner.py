@@ -223,6 +223,11 @@ async def run_app(boot: Boot, *, history: Path | None) -> AppResult:
             with loop.start():
                 screen.tty_signal_keys(intr="undefined")
                 _enter_apart_from_ctrl_j()
+                # The first frame now, before the boot's worker thread starts importing
+                # the runtime: that thread would hold the GIL while the frame is drawn
+                # (docs/benchmarks.md, start → prompt). The loop's own first redraw then
+                # finds nothing changed.
+                loop.draw_screen()
                 nursery.start_soon(_on_signals, app, signals)
                 nursery.start_soon(_ticker, app)
                 nursery.start_soon(_boot, app, boot, boot_scope, booted)

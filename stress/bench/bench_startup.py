@@ -18,9 +18,24 @@ time, so the figures do not include this benchmark's own scheduling. Figures:
   the 150 ms is rawtrio's own share (runtime imports, parsing, session set-up, SDK client).
   SDK imports and headless runs alternate, so a change in the machine's load hits both;
   the note gives the median of the per-pair differences (rawtrio's own share).
+- **`rawtrio -p`: own work before the SDK import** — rawtrio's work from the moment the
+  interpreter is ready (site done) until the provider SDK's import begins: its own
+  imports (trio included), argument parsing, configuration, the store, the session. Each
+  headless run gets a `sitecustomize` (`STAMP_SITE`, through `PYTHONPATH`) that stamps
+  CLOCK_MONOTONIC when it is imported (the end of the interpreter's start-up) and again
+  when the first `anthropic` or `openai` import is looked up, and writes both to a file;
+  the figure is the difference, median of `runs`. Target 150 ms. Unlike the per-pair
+  difference above, it holds no interpreter start-up, no SDK client set-up and nothing
+  after the import.
 - **Peak RSS of a headless one-turn run** — `resource.getrusage(RUSAGE_CHILDREN).ru_maxrss`
   in the wrapper after it waited for the headless run; the largest of `runs` runs.
   Target 110 MB.
+
+Headless runs use `--no-attach` when the installed `rawtrio` has it (a local run, never a
+warm host's). Measured commands run with bytecode caches written and used (the
+benchmark's own `PYTHONDONTWRITEBYTECODE` is not passed on, and a warm-up run fills the
+caches), as after any install: a source tree compiled afresh on every start would add
+half a second or more of rawtrio's own compiling to every figure.
 """
 
 from __future__ import annotations
@@ -45,6 +60,7 @@ DEFAULT_RUNS: Final = 10
 SMOKE_RUNS: Final = 1
 VERSION_TARGET_MS: Final = 50.0
 FIRST_REQUEST_EXTRA_MS: Final = 150.0
+BEFORE_SDK_TARGET_MS: Final = 150.0
 RSS_TARGET_MB: Final = 110.0
 RUN_LIMIT_S: Final = 60.0
 
@@ -67,6 +83,25 @@ for _ in range(n):
     runs.append({"start": start, "wall": wall, "code": os.waitstatus_to_exitcode(status)})
 peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
 print(json.dumps({"runs": runs, "maxrss_kib": peak}))
+"""
+
+
+#: Imported by the interpreter's `site` before the command's own code runs (through
+#: `PYTHONPATH`): stamps that moment and the first lookup of a provider SDK, into the file
+#: `$RAWTRIO_BENCH_STAMPS` ("<ready> <sdk import>", CLOCK_MONOTONIC seconds).
+STAMP_SITE: Final = """\
+import os, sys, time
+_ready = time.monotonic()
+class _SdkImportStamp:
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name in ("anthropic", "openai"):
+            sys.meta_path.remove(cls)
+            with open(os.environ["RAWTRIO_BENCH_STAMPS"], "w") as f:
+                f.write(f"{_ready} {time.monotonic()}")
+        return None
+if os.environ.get("RAWTRIO_BENCH_STAMPS"):
+    sys.meta_path.insert(0, _SdkImportStamp)
 """
 
 
@@ -109,8 +144,11 @@ def headless_env(server: FakeModelServer) -> dict[str, str]:
     """The environment of a measured run: the fake server, and a throwaway state and
     config directory, so benchmark sessions never land in the user's own database."""
     prefixes = ("ANTHROPIC_", "OPENAI_", "RAWTRIO_", "XDG_")
-    env = {k: v for k, v in os.environ.items() if not k.startswith(prefixes)}
+    env = {k: v for k, v in bytecode_env().items() if not k.startswith(prefixes)}
     scratch = tempfile.mkdtemp(prefix="rawtrio-bench-")
+    hook = Path(scratch) / "site"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(STAMP_SITE)
     env.update(
         ANTHROPIC_API_KEY="test-key",
         ANTHROPIC_BASE_URL=server.base_url,
@@ -118,8 +156,36 @@ def headless_env(server: FakeModelServer) -> dict[str, str]:
         RAWTRIO_MODEL="test-model",
         RAWTRIO_STATE_DIR=str(Path(scratch) / "state"),
         XDG_CONFIG_HOME=str(Path(scratch) / "config"),
+        XDG_RUNTIME_DIR=str(Path(scratch) / "run"),
+        PYTHONPATH=os.pathsep.join([str(hook), *filter(None, [env.get("PYTHONPATH")])]),
+        RAWTRIO_BENCH_STAMPS=str(Path(scratch) / "stamps"),
     )
     return env
+
+
+def bytecode_env() -> dict[str, str]:
+    """This process's environment without `PYTHONDONTWRITEBYTECODE`: measured commands
+    write and use bytecode caches, as an installed program does."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
+async def headless_argv(prompt: str) -> list[str]:
+    """`rawtrio -p PROMPT`, local: `--no-attach` when this rawtrio has the flag."""
+    argv = [*rawtrio_command(), "-p", prompt]
+    done = await trio.run_process([*rawtrio_command(), "--help"], capture_stdout=True)
+    return [*argv, "--no-attach"] if b"--no-attach" in done.stdout else argv
+
+
+def read_stamps(env: dict[str, str]) -> float:
+    """ms from the interpreter ready to the SDK import, as the last run's `sitecustomize`
+    wrote it (the file is removed, so a run that never imports an SDK is noticed)."""
+    path = Path(env["RAWTRIO_BENCH_STAMPS"])
+    try:
+        ready, sdk = (float(v) for v in path.read_text().split())
+    except FileNotFoundError:
+        raise RuntimeError("a headless run never imported a provider SDK") from None
+    path.unlink()
+    return (sdk - ready) * 1000
 
 
 def _has_more_than(count: int, server: FakeModelServer) -> bool:
@@ -135,34 +201,47 @@ async def watch_requests(server: FakeModelServer, arrivals: list[float]) -> None
         arrivals.extend(now for _ in range(len(server.requests) - seen))
 
 
-async def headless_vs_sdk(runs: int, cwd: Path) -> tuple[list[float], list[float], float]:
-    """Alternate an SDK import and a headless run, `runs` times each, so that a change of
-    the machine's load affects both alike. Returns (SDK import ms per run, ms from spawn to
-    the first request per run, peak RSS of the headless runs in MB)."""
+@dataclass(frozen=True, slots=True)
+class Headless:
+    sdk_ms: list[float]  # SDK import, per run
+    first_ms: list[float]  # spawn -> first request, per run
+    before_sdk_ms: list[float]  # interpreter ready -> SDK import begins, per run
+    peak_mb: float  # peak RSS of the headless runs
+
+
+async def headless_vs_sdk(runs: int, cwd: Path) -> Headless:
+    """Alternate an SDK import and a headless run, `runs` times each (after one warm-up
+    run of each), so that a change of the machine's load affects both alike."""
     scenario = Scenario.from_dict({"rules": [{"match": "*", "replies": [{"text": "Hello!"}]}]})
     arrivals: list[float] = []
     sdk_ms: list[float] = []
     first_ms: list[float] = []
+    before_sdk_ms: list[float] = []
     peak_mb = 0.0
+    argv = await headless_argv("hello")
     async with open_fake_model_server(scenario) as server, trio.open_nursery() as nursery:
         nursery.start_soon(watch_requests, server, arrivals)
         env = headless_env(server)
+        await spawn([sys.executable, "-c", SDK_IMPORT], 1, env, cwd)  # warm the caches
+        await spawn(argv, 1, env, cwd)
+        read_stamps(env)
         for _ in range(runs):
             sdk = await spawn([sys.executable, "-c", SDK_IMPORT], 1, env, cwd)
             sdk_ms += sdk.walls_ms
             seen = len(arrivals)
-            headless = await spawn([*rawtrio_command(), "-p", "hello"], 1, env, cwd)
+            headless = await spawn(argv, 1, env, cwd)
             if len(arrivals) != seen + 1:
                 raise RuntimeError(f"a headless run made {len(arrivals) - seen} requests, not 1")
             first_ms.append((arrivals[-1] - headless.starts[0]) * 1000)
+            before_sdk_ms.append(read_stamps(env))
             peak_mb = max(peak_mb, headless.maxrss_mb)
         nursery.cancel_scope.cancel(reason="headless runs done")
-    return sdk_ms, first_ms, peak_mb
+    return Headless(sdk_ms, first_ms, before_sdk_ms, peak_mb)
 
 
 async def run(options: Options) -> list[Figure]:
     runs = options.runs
-    env = dict(os.environ)
+    env = bytecode_env()
     with (
         tempfile.TemporaryDirectory(prefix="rawtrio-bench-") as tmp,
         trio.fail_after(RUN_LIMIT_S + 30 * runs),
@@ -171,7 +250,8 @@ async def run(options: Options) -> list[Figure]:
         await spawn([*rawtrio_command(), "--version"], 2, env, cwd)  # warm the page cache
         bare = await spawn([sys.executable, "-c", "pass"], runs, env, cwd)
         version = await spawn([*rawtrio_command(), "--version"], runs, env, cwd)
-        sdk_runs_ms, first_ms, peak_mb = await headless_vs_sdk(runs, cwd)
+        headless = await headless_vs_sdk(runs, cwd)
+    sdk_runs_ms, first_ms, peak_mb = headless.sdk_ms, headless.first_ms, headless.peak_mb
     sdk_ms = median(sdk_runs_ms)
     own_ms = median([f - s for f, s in zip(first_ms, sdk_runs_ms, strict=True)])
     bare_ms = median(bare.walls_ms)
@@ -205,6 +285,14 @@ async def run(options: Options) -> list[Figure]:
             sdk_ms + FIRST_REQUEST_EXTRA_MS,
             f"{spread(first_ms)}; target = SDK import figure + {FIRST_REQUEST_EXTRA_MS:.0f} ms; "
             f"rawtrio's own share (median of per-pair differences) = {own_ms:.0f} ms",
+        ),
+        Figure.against(
+            "rawtrio -p: own work before the SDK import",
+            median(headless.before_sdk_ms),
+            "ms",
+            BEFORE_SDK_TARGET_MS,
+            f"{spread(headless.before_sdk_ms)}; from the interpreter ready (site done) "
+            "to the first import of the provider SDK",
         ),
         Figure.against(
             "rawtrio -p one turn: peak RSS", peak_mb, "MB", RSS_TARGET_MB, f"max of {runs} runs"
