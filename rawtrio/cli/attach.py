@@ -34,16 +34,16 @@ import os
 import selectors
 import signal
 import sys
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import IO, TYPE_CHECKING, Any, Final
 
 from rawtrio import __version__
-from rawtrio import events as ev
 from rawtrio.cli.flags import add_session_flags
-from rawtrio.cli.headless_output import HeadlessOutput, read_prompt, report, say_notice
+from rawtrio.cli.headless_input import read_prompt, say_notice
 from rawtrio.cli.signals import Interrupted, SignalLatch
 from rawtrio.contracts import ExitCode
 from rawtrio.errors import ConfigError, UsageError
@@ -58,8 +58,11 @@ from rawtrio.host.client import (
 )
 from rawtrio.host.paths import HostPaths, host_paths
 from rawtrio.host.settings import read_host_settings
-from rawtrio.store.codec import event_from_json
 from rawtrio.unicode_safety import replace_unwritable
+
+if TYPE_CHECKING:
+    from rawtrio import events as ev
+    from rawtrio.cli.headless_output import HeadlessOutput
 
 #: Liveness bounds, far above what a working host needs: connecting to its socket, its
 #: answer to the handshake, and a host started here listening.
@@ -94,10 +97,46 @@ def main(args: argparse.Namespace, latch: SignalLatch) -> int:
             return exc.exit_code
         return run_here(prompt, args, latch)
     conn, info = found
+    renderer = RendererImport.start()
     with conn:
         if latch.received:  # before anything was asked of the host: no turn yet
             return latch.exit_code or ExitCode.SIGINT
-        return AttachedRun(conn, info, latch, args.output_format or "text").run(prompt, args)
+        run = AttachedRun(conn, info, latch, args.output_format or "text", renderer)
+        return run.run(prompt, args)
+
+
+class RendererImport:
+    """The modules that render the turn's events — the event classes, the transcript view,
+    the event codec: ~100 ms of building frozen dataclasses, more than the host takes to
+    start the session — imported in a thread while this one talks to the host (it waits in
+    `select`, without the GIL). `wait` returns once they are loaded (raising what the
+    import raised). Nothing this thread imports is imported by the other before `wait`."""
+
+    MODULES: Final = ("rawtrio.cli.headless_output", "rawtrio.store.codec")
+
+    def __init__(self) -> None:
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._load, name="rawtrio-renderer", daemon=True)
+
+    @classmethod
+    def start(cls) -> RendererImport:
+        loading = cls()
+        loading._thread.start()
+        return loading
+
+    def _load(self) -> None:
+        import importlib
+
+        try:
+            for name in self.MODULES:
+                importlib.import_module(name)
+        except BaseException as exc:  # re-raised in the main thread by `wait`
+            self._error = exc
+
+    def wait(self) -> None:
+        self._thread.join()
+        if self._error is not None:
+            raise self._error
 
 
 def attach_mode(args: argparse.Namespace) -> tuple[bool, bool]:
@@ -291,11 +330,19 @@ class Totals:
 class AttachedRun:
     """One `rawtrio -p` turn run by a host: start, submit, render until `turn_ended`."""
 
-    def __init__(self, conn: HostConnection, info: HostInfo, latch: SignalLatch, fmt: str):
+    def __init__(
+        self,
+        conn: HostConnection,
+        info: HostInfo,
+        latch: SignalLatch,
+        fmt: str,
+        renderer: RendererImport,
+    ) -> None:
         self._conn = conn
         self._info = info
         self._latch = latch
         self._fmt = fmt
+        self._renderer = renderer
         self._signals_seen = 0
         self._turn_started = False
 
@@ -346,6 +393,9 @@ class AttachedRun:
         )
         self._turn_started = True
         turn_id = _field(submitted, "turnId", "_rawtrio/session/submit")
+        self._renderer.wait()  # loaded while the host started the session
+        from rawtrio.cli.headless_output import HeadlessOutput, report
+
         output = HeadlessOutput(self._fmt, sys.stdout, turn_id)
         ended = self._follow(output, session_id, wake_fd)
         totals = None
@@ -415,6 +465,8 @@ def _event_of(message: dict[str, Any], session_id: str) -> ev.Event | None:
     data = params.get("event")
     if not isinstance(data, dict):
         return None
+    from rawtrio.store.codec import event_from_json  # loaded by `RendererImport`
+
     try:
         return event_from_json(data)
     except (TypeError, ValueError) as exc:

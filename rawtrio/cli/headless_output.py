@@ -1,28 +1,31 @@
-"""What `rawtrio -p` prints: the prompt it reads, the events of its turn rendered one at a
-time in the chosen format, and the exit code of the turn's end.
+"""What `rawtrio -p` prints: the events of its turn rendered one at a time in the chosen
+format, and the exit code of the turn's end (the prompt and the notices before the turn:
+`rawtrio.cli.headless_input`, re-exported here).
 
 Shared by the run in this process (`rawtrio.cli.headless`, trio) and the run attached to a
 host (`rawtrio.cli.attach`, a blocking socket loop), so both write the same bytes, the same
 stderr lines and end with the same exit codes. `HeadlessOutput.render` takes one event and
 never waits; the caller feeds it events until it says the turn ended, then calls `finish`.
 
-Imports nothing heavy (no trio, no runtime, no configuration schema): the attached client's
-cold start is the interpreter, the event codec and this renderer.
+Imports nothing heavy (no trio, no runtime, no configuration schema). Its event classes and
+the transcript view are still ~100 ms of dataclass building: the attached client imports
+this module in a thread while the host starts the session (`rawtrio.cli.attach`).
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from typing import Protocol, TextIO
 
 from rawtrio import events as ev
+from rawtrio.cli.headless_input import read_prompt, say_notice
 from rawtrio.cli.signals import SignalLatch
 from rawtrio.contracts import ExitCode, ToolStatus, TurnOutcome
-from rawtrio.errors import UsageError
 from rawtrio.runtime.view import MessageView, NoticeView, ToolCallView, ToolPhase, TranscriptView
-from rawtrio.unicode_safety import describe_undecodable, replace_lone_surrogates, scrub_json
+from rawtrio.unicode_safety import replace_lone_surrogates, scrub_json
+
+__all__ = ["HeadlessOutput", "SessionTotals", "TextOutput", "read_prompt", "report", "say_notice"]
 
 OUTCOME_EXIT = {
     TurnOutcome.COMPLETED: ExitCode.COMPLETED,
@@ -41,36 +44,6 @@ class SessionTotals(Protocol):
     def context_tokens(self) -> int: ...
     @property
     def context_window(self) -> int | None: ...
-
-
-def read_prompt(args: argparse.Namespace) -> str:
-    """The prompt of `-p` (standard input for `-`); `UsageError` when it is not text or
-    empty."""
-    prompt = _read_stdin() if args.prompt == "-" else args.prompt
-    problem = describe_undecodable(prompt, "-p: the prompt")
-    if problem is not None:
-        raise UsageError(problem)
-    if not prompt.strip():
-        raise UsageError("-p: the prompt is empty")
-    return str(prompt)
-
-
-def _read_stdin() -> str:
-    """The prompt from standard input, which must be UTF-8 (a clear error if not)."""
-    raw = sys.stdin.buffer.read() if hasattr(sys.stdin, "buffer") else sys.stdin.read()
-    if isinstance(raw, str):
-        return raw
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise UsageError(
-            f"-p -: standard input is not valid UTF-8 (byte 0x{raw[exc.start]:02x} at "
-            f"offset {exc.start}); rawtrio takes text in UTF-8"
-        ) from None
-
-
-def say_notice(notice: str) -> None:
-    print(f"rawtrio: {notice}", file=sys.stderr)
 
 
 def report(ended: ev.TurnEnded, latch: SignalLatch) -> int:
