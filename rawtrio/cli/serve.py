@@ -24,15 +24,23 @@ import contextlib
 import json
 import math
 import os
-import socket
 import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any, Final
 
+from rawtrio import __version__
 from rawtrio.cli.signals import SignalLatch
 from rawtrio.contracts import ExitCode
+from rawtrio.host.client import (
+    HostConnection,
+    HostGone,
+    HostInfo,
+    NoHost,
+    ProtocolFault,
+    RemoteError,
+)
 
 NO_HOST: Final = 3
 #: How long `--detach` waits for the new host to answer, and `--stop` for it to go.
@@ -185,44 +193,24 @@ def _foreground(paths: Any, args: argparse.Namespace, latch: SignalLatch) -> int
     return ExitCode.COMPLETED
 
 
-# --- a small blocking client for --status, --stop and --detach ------------------------
+# --- --status, --stop and --detach: the front ends' client (rawtrio.host.client) --------
 
 
-class _NoHost(Exception):
-    pass
+class _Unanswered(Exception):
+    """Nobody answered on the socket (no listener, a closed connection, an error answer,
+    no answer within the time): the message says which."""
 
 
-def _call(sock_path: str, method: str, params: dict[str, Any], *, timeout: float) -> Any:
-    """`initialize`, then one request; its result (`_NoHost` when nobody answers)."""
+def _ask(sock_path: str | Path, method: str | None, *, timeout: float) -> tuple[HostInfo, Any]:
+    """Who answers `initialize` on the socket, and the result of `method` (None when no
+    method is asked) after it; `_Unanswered` when nobody answers."""
     try:
-        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        s.settimeout(timeout)
-        s.connect(sock_path)
-    except OSError as exc:
-        raise _NoHost(str(exc)) from None
-    with s, s.makefile("rwb") as f:
-        calls = [("initialize", {"protocolVersion": 1, "clientCapabilities": {}})]
-        if method != "initialize":
-            calls.append((method, params))
-        result: Any = None
-        for rid, (name, args) in enumerate(calls, 1):
-            message = {"jsonrpc": "2.0", "id": rid, "method": name, "params": args}
-            try:
-                f.write(json.dumps(message).encode() + b"\n")
-                f.flush()
-                while True:
-                    line = f.readline()
-                    if not line:
-                        raise _NoHost("the host closed the connection")
-                    answer = json.loads(line)
-                    if answer.get("id") == rid:
-                        break
-            except OSError as exc:
-                raise _NoHost(str(exc)) from None
-            if "error" in answer:
-                raise _NoHost(f"{name}: {answer['error'].get('message')}")
-            result = answer.get("result")
-        return result
+        with HostConnection.connect(Path(sock_path), timeout) as conn:
+            info = conn.initialize(__version__, timeout)
+            result = conn.request(method, {}, timeout=timeout) if method is not None else None
+    except (NoHost, HostGone, ProtocolFault, RemoteError, OSError) as exc:  # TimeoutError too
+        raise _Unanswered(str(exc) or type(exc).__name__) from None
+    return info, result
 
 
 def _running(paths: Any) -> Any:
@@ -250,8 +238,8 @@ def _status(paths: Any) -> int:
         print("no host running", file=sys.stderr)
         return NO_HOST
     try:
-        live = _call(reg.socket, "_rawtrio/host/status", {}, timeout=10)
-    except _NoHost as exc:
+        _, live = _ask(reg.socket, "_rawtrio/host/status", timeout=10)
+    except _Unanswered as exc:
         print(f"no host running (pid {reg.pid} does not answer: {exc})", file=sys.stderr)
         return NO_HOST
     print(json.dumps({"registration": reg.to_json(), "status": live}, indent=2))
@@ -264,8 +252,8 @@ def _stop(paths: Any) -> int:
         print("no host running", file=sys.stderr)
         return NO_HOST
     try:
-        _call(reg.socket, "_rawtrio/host/stop", {}, timeout=10)
-    except _NoHost as exc:
+        _ask(reg.socket, "_rawtrio/host/stop", timeout=10)
+    except _Unanswered as exc:
         print(f"rawtrio: the host (pid {reg.pid}) did not answer: {exc}", file=sys.stderr)
         return ExitCode.ERROR
     deadline = time.monotonic() + STOP_DEADLINE_S
@@ -313,12 +301,11 @@ def _detach(paths: Any, argv: list[str]) -> int:
         if proc.poll() is not None:
             break
         try:
-            answer = _call(str(paths.socket), "initialize", {}, timeout=5)
-        except _NoHost:
+            info, _ = _ask(paths.socket, None, timeout=5)
+        except _Unanswered:
             time.sleep(0.05)
             continue
-        meta = ((answer or {}).get("_meta") or {}).get("rawtrio") or {}
-        if meta.get("pid") == proc.pid:
+        if info.pid == proc.pid:
             print(json.dumps({"pid": proc.pid, "socket": str(paths.socket)}))
             return ExitCode.COMPLETED
         time.sleep(0.05)
