@@ -18,8 +18,6 @@ import sys
 from pathlib import Path
 from typing import IO
 
-from rawtrio.private_files import private_file
-
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 _LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
 _handler: logging.Handler | None = None
@@ -60,6 +58,8 @@ def log_to_stream(stream: IO[str]) -> None:
 
 def log_to_file(path: Path) -> None:
     """Append log records to `path` (created 0600 in a 0700 folder, tightened if looser)."""
+    from rawtrio.private_files import private_file  # not needed for a stream (headless runs)
+
     private_file(path)
     # backslashreplace: no record can fail to be written (a lone surrogate in a message).
     _install(logging.FileHandler(path, encoding="utf-8", errors="backslashreplace"))

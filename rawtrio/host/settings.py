@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from rawtrio.config.safe_read import MAX_CONFIG_BYTES, read_bounded
-from rawtrio.config.toml_file import TomlProblem, parse_toml
 from rawtrio.config.user_path import user_config_path
 from rawtrio.errors import ConfigError
 
@@ -39,6 +38,8 @@ def read_host_settings(
     # Read and parsed with the limits of every config read (no /dev/zero, FIFO or huge
     # file; no nesting deep enough to exhaust the stack).
     raw = read_bounded(path, limit=MAX_CONFIG_BYTES, what="config file")
+    from rawtrio.config.toml_file import TomlProblem, parse_toml  # tomllib: only with a file
+
     try:
         data = parse_toml(raw)
     except TomlProblem as exc:
