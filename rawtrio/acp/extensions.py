@@ -12,6 +12,11 @@ extension methods on the same connection, next to every ACP method:
 - `_rawtrio/session/submit`, `_rawtrio/session/usage` (requests), `_rawtrio/session/cancel`
   (notification): the session operations.
 - `_rawtrio/host/status`, `_rawtrio/host/stop` (requests).
+- `_meta.rawtrio = {"env", "flags"}` on ACP's `session/new`, `session/load` and
+  `session/resume` from a connection on the host's socket (an attached `rawtrio acp`
+  relaying its editor): that session's options are resolved with the client's environment
+  and session flags (`client_context`, `client_options`), as `_rawtrio/session/start`
+  resolves them, not headless.
 
 Errors a local run would raise (`RawtrioError`) are -32000 with `data = {"kind", "exit_code"}`
 (`rawtrio.errors.exit_code_for`, the mapping every command-line front end uses), so the
@@ -22,9 +27,11 @@ resolution: it is never logged, stored or sent to another connection.
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
@@ -38,6 +45,7 @@ from rawtrio.frozen import json_type_name
 
 if TYPE_CHECKING:
     from rawtrio.app.options import SessionSetup
+    from rawtrio.runtime import SessionOptions
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +125,13 @@ def _host(conn: AcpConnection) -> HostControl:
 def install(agent: AcpAgent, host: HostControl) -> None:
     """Serve the `_rawtrio/*` methods on `agent`, for `host`."""
     agent.host = host
-    agent.extensions = Extensions(REQUESTS, handle_notification, host.handshake)
+    agent.extensions = Extensions(
+        REQUESTS,
+        handle_notification,
+        host.handshake,
+        client_context,
+        functools.partial(client_options, host),
+    )
 
 
 # --- params ---------------------------------------------------------------------------
@@ -150,6 +164,44 @@ def flags_namespace(flags: Mapping[str, Any]) -> argparse.Namespace:
             raise p.invalid(f"flags.{key}: {value!r} is not one of {', '.join(allowed)}")
         setattr(ns, key, value)
     return ns
+
+
+@dataclass(frozen=True)
+class ClientContext:
+    """What an attached `rawtrio acp` sends with a session request (`_meta.rawtrio`)."""
+
+    env: dict[str, str]
+    flags: argparse.Namespace
+
+
+def client_context(meta: Any) -> ClientContext:
+    """`_meta.rawtrio` checked: `{"env": {name: str}, "flags": {...}}` (the flags of
+    `_rawtrio/session/start`); -32602 naming what is wrong."""
+    where = "_meta.rawtrio"
+    if not isinstance(meta, Mapping):
+        raise p.invalid(f"{where} must be an object, got {json_type_name(meta)}")
+    unknown = sorted(set(meta) - {"env", "flags"})
+    if unknown:
+        raise p.invalid(f"{where}.{unknown[0]}: unknown key (env, flags)")
+    try:
+        return ClientContext(_env(meta), flags_namespace(p.obj(meta, "flags")))
+    except RpcError as exc:  # named from the context: env.X → _meta.rawtrio.env.X
+        what = exc.message.removeprefix(p.invalid("").message)
+        raise p.invalid(f"{where}.{what}") from None
+
+
+async def client_options(
+    host: HostControl, client: Any, cwd: Path, servers: list[Any]
+) -> SessionOptions:
+    """A session's options for an attached editor: its environment and flags, its `cwd`
+    and MCP servers (the client's own configuration notices go to the host's log)."""
+    from rawtrio.acp.mcp import mcp_servers_from_acp
+
+    assert isinstance(client, ClientContext)
+    setup = await host.options(cwd=cwd, env=client.env, overrides=client.flags, headless=False)
+    for notice in setup.notices:
+        log.warning("%s", notice)
+    return mcp_servers_from_acp(setup.options, servers)
 
 
 def _choice(params: Mapping[str, Any]) -> Choice:
