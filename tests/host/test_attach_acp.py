@@ -10,6 +10,7 @@ import json
 import queue
 import signal
 import subprocess
+import sys
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -51,7 +52,14 @@ SCENARIO: dict[str, Any] = {
         {
             "match": "who runs tools",
             "replies": [
-                {"tool_calls": [{"name": "bash", "arguments": {"command": "echo $MARK; pwd"}}]},
+                {
+                    "tool_calls": [
+                        {
+                            "name": "bash",
+                            "arguments": {"command": "echo $MARK; pwd; echo parent=$PPID"},
+                        }
+                    ]
+                },
                 {"text": "told"},
             ],
         },
@@ -301,8 +309,10 @@ def test_tools_run_with_the_editors_environment_and_cwd(
         for u in editor.updates(sid)
         if u["sessionUpdate"] == "tool_call_update" and u.get("status") == "completed"
     ]
-    # The command's output (`echo $MARK; pwd`), as JSON text: the editor's value, its cwd.
-    assert json.dumps(f"from-the-editor\n{sub}\n")[1:-1] in json.dumps(finished["content"])
+    # The command's output, as JSON text: the editor's value, its cwd, and the process that
+    # ran it: the host.
+    expected = f"from-the-editor\n{sub}\nparent={host.proc.pid}\n"
+    assert json.dumps(expected)[1:-1] in json.dumps(finished["content"])
     assert "MARK" not in psutil.Process(host.proc.pid).environ()
     assert editor.finish() == 0
 
@@ -522,3 +532,40 @@ def test_the_host_checks_the_context_and_takes_it_from_its_socket_only(
     context = conn.client_context(meta)
     assert isinstance(context, ClientContext)
     assert context.env == {"MARK": "x"}
+
+
+def test_the_acp_sdk_conformance_checks_pass_attached(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The official TypeScript SDK's stdio checks (tests/acp/conformance.mjs) against an
+    attached `rawtrio acp`, with the ACP tests' scenario."""
+    from tests.acp.conftest import SCENARIO as ACP_SCENARIO
+    from tests.acp.test_conformance import MCP_SERVER, STDIO, _run_node, mcp_http_server
+    from tests.headless.conftest import fake_model_process
+    from tests.headless.support import Isolation
+    from tests.host.support import short_runtime_dir
+
+    with (
+        fake_model_process(ACP_SCENARIO, tmp_path_factory.mktemp("acp-model")) as fake,
+        short_runtime_dir() as runtime,
+        mcp_http_server() as url,
+    ):
+        place = Place(Isolation(tmp_path), runtime, fake.base_url)
+        host = HostProcess.start(place)
+        try:
+            host.wait_registered()
+            argv = rawtrio_argv("acp", "--attach", "--sigterm-grace", "0.2")
+            env = {
+                "ACP_CMD": json.dumps(argv),
+                "ACP_CWD": str(place.iso.cwd),
+                "ACP_MCP_SERVER": json.dumps([sys.executable, str(MCP_SERVER)]),
+                "ACP_MCP_HTTP_URL": url,
+            }
+            results = _run_node("stdio", place.env(env), place.iso.cwd)
+        finally:
+            host.proc.send_signal(signal.SIGTERM)
+            host.wait_exit()
+    assert "driver" not in results, results["driver"]["detail"]
+    assert "attached to the host" in results["_stderr"]["detail"]
+    failed = {name: results.get(name) for name in STDIO if not results.get(name, {}).get("ok")}
+    assert not failed, failed
