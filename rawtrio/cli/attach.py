@@ -37,15 +37,14 @@ from pathlib import Path
 from typing import Any
 
 from rawtrio import events as ev
-from rawtrio.cli.attaching import (
-    attach_mode,
-    client_env,
-    drain,
-    find_host,
-    session_flags,
-    wake_on_signals,
-)
+
+# Re-exported: the terminal chat takes the decision from here too (`rawtrio.tui.runner`).
+from rawtrio.cli.attaching import attach_mode as attach_mode
+from rawtrio.cli.attaching import client_env as client_env
+from rawtrio.cli.attaching import drain, wake_on_signals
+from rawtrio.cli.attaching import find_host as find_host
 from rawtrio.cli.attaching import lock_held as lock_held
+from rawtrio.cli.attaching import session_flags as session_flags
 from rawtrio.cli.attaching import start_host as start_host
 from rawtrio.cli.attaching import state_dir as state_dir
 from rawtrio.cli.headless_output import HeadlessOutput, read_prompt, report, say_notice
