@@ -51,32 +51,20 @@ import trio
 from rawtrio.host.paths import host_paths, read_registration
 from rawtrio.testing.fake_model import Scenario, open_fake_model_server
 from stress.acp_ws import LIVENESS_S, check_store, drain
+from stress.acp_ws import SCENARIO as ACP_SCENARIO
 from stress.invariants import session_processes
 
 #: A tool call long enough that a cancel sent while it runs always lands before it ends.
 LONG_SLEEP_S = 2
+_LONG_SLEEP = f"sleep {LONG_SLEEP_S}"
+#: acp_ws's script, its short sleep swapped for the long one.
 SCENARIO: dict[str, Any] = {
     "rules": [
-        {"match": "say hello", "replies": [{"text": "Hello."}]},
-        {
-            "match": "use a tool",
-            "replies": [
-                {"tool_calls": [{"name": "bash", "arguments": {"command": "echo out"}}]},
-                {"text": "done"},
-            ],
-        },
-        {
-            "match": "stream slowly",
-            "replies": [{"text": "a b c d e f g h", "chunk": 2, "delay_ms": 40}],
-        },
+        *(r for r in ACP_SCENARIO["rules"] if r["match"] != "sleep a bit"),
         {
             "match": "sleep long",
             "replies": [
-                {
-                    "tool_calls": [
-                        {"name": "bash", "arguments": {"command": f"sleep {LONG_SLEEP_S}"}}
-                    ]
-                },
+                {"tool_calls": [{"name": "bash", "arguments": {"command": _LONG_SLEEP}}]},
                 {"text": "slept"},
             ],
         },

@@ -17,6 +17,12 @@ In a host (`rawtrio serve`, `close_unattended=True`) a live session that no conn
 attached to any more is closed once it is idle (its running turn, if any, goes on and is
 recorded first); `rawtrio acp --ws` keeps them live until it exits. Methods named
 `_rawtrio/...` other than `_rawtrio/compact` are the host's (`rawtrio.acp.extensions`).
+
+A host's connection on its Unix socket (`AcpConnection.client_context`, never one over
+WebSocket) may carry `_meta.rawtrio = {"env", "flags"}` on `session/new`, `session/load`
+and `session/resume` — an attached `rawtrio acp` relays its editor with them: the session
+is then resolved with that environment and those flags instead of the host's
+(`Extensions.client_options`).
 """
 
 from __future__ import annotations
@@ -127,8 +133,14 @@ class AcpAgent:
     def connection(self, name: str = "client") -> AcpConnection:
         return AcpConnection(self, name)
 
-    async def options(self, cwd: Path, mcp_servers: list[Any]) -> SessionOptions:
+    async def options(
+        self, cwd: Path, mcp_servers: list[Any], client: object | None = None
+    ) -> SessionOptions:
+        """A session's options for the client's `cwd` and MCP servers: from this agent's
+        factory, or with an attached client's context (`Extensions.client_context`)."""
         try:
+            if client is not None and self.extensions is not None:
+                return await self.extensions.client_options(client, cwd, mcp_servers)
             return await self._options_for(cwd, mcp_servers)
         except NoCredentials as exc:
             raise RpcError(AUTH_REQUIRED, str(exc)) from None
@@ -194,17 +206,22 @@ class AcpAgent:
     async def create(self, options: SessionOptions) -> LiveSession:
         return await self._live(await self.runtime.create_session(options))
 
-    async def open(self, session_id: str, cwd: Path, mcp_servers: list[Any]) -> LiveSession:
-        """The live session with this id, opened from the store if needed."""
+    async def open(
+        self, session_id: str, cwd: Path, mcp_servers: list[Any], client: object | None = None
+    ) -> LiveSession:
+        """The live session with this id, opened from the store if needed (with `client`'s
+        context, if any: see `options`); a live one is joined as it is."""
         lock = self._opening.setdefault(session_id, trio.Lock())
         try:
             async with lock:
-                return await self._open_locked(session_id, cwd, mcp_servers)
+                return await self._open_locked(session_id, cwd, mcp_servers, client)
         finally:
             if not lock.locked() and lock.statistics().tasks_waiting == 0:
                 self._opening.pop(session_id, None)  # bounded: only ids being opened
 
-    async def _open_locked(self, session_id: str, cwd: Path, mcp_servers: list[Any]) -> LiveSession:
+    async def _open_locked(
+        self, session_id: str, cwd: Path, mcp_servers: list[Any], client: object | None
+    ) -> LiveSession:
         closing = self.closing.get(session_id)
         if closing is not None:
             await closing.wait()
@@ -215,7 +232,7 @@ class AcpAgent:
             await self.runtime.get_session(session_id)
         except UnknownSession:
             raise unknown_session(session_id) from None
-        options = await self.options(cwd, mcp_servers)
+        options = await self.options(cwd, mcp_servers, client)
         try:
             session = await self.runtime.open_session(session_id, options)
         except SessionLocked as exc:
@@ -263,6 +280,9 @@ class AcpConnection:
         self.name = name
         self.client = ClientInfo()
         self.initialized = False
+        #: Whether `_meta.rawtrio` of this connection's session requests is taken: set by
+        #: the host for peers on its Unix socket only (same uid, `SO_PEERCRED`).
+        self.accepts_client_context = False
         self.sessions: set[str] = set()
         self._prompts: dict[RequestId, PromptState] = {}
 
@@ -343,14 +363,26 @@ class AcpConnection:
             "agentInfo": {"name": "rawtrio", "title": "rawtrio", "version": __version__},
         }
 
+    def client_context(self, params: Mapping[str, Any]) -> object | None:
+        """The context an attached `rawtrio acp` added to a session request
+        (`_meta.rawtrio`), checked (-32602 naming what is wrong); None when there is none
+        or this connection may not send one."""
+        ext = self.agent.extensions
+        if ext is None or not self.accepts_client_context:
+            return None
+        meta = params.get("_meta")
+        ours = meta.get("rawtrio") if isinstance(meta, Mapping) else None
+        return None if ours is None else ext.client_context(ours)
+
     def _attached(self, peer: Peer, live: LiveSession) -> None:
         self.sessions.add(live.id)
 
     async def new_session(self, peer: Peer, params: Mapping[str, Any], ready: Ready) -> Any:
         cwd = p.absolute_dir(params)
         servers = p.array(params, "mcpServers")
+        client = self.client_context(params)
         ready()
-        live = await self.agent.create(await self.agent.options(cwd, servers))
+        live = await self.agent.create(await self.agent.options(cwd, servers, client))
         live.attach(peer, self.caps(peer))
         self._attached(peer, live)
         result = {
@@ -368,8 +400,9 @@ class AcpConnection:
         sid = p.required_string(params, "sessionId")
         cwd = p.absolute_dir(params)
         servers = p.array(params, "mcpServers")
+        client = self.client_context(params)
         ready()
-        live = await self.agent.open(sid, cwd, servers)
+        live = await self.agent.open(sid, cwd, servers, client)
         events = await self.agent.runtime.session_events(sid)
         await live.attach_with_replay(peer, events, self.caps(peer))
         self._attached(peer, live)
@@ -382,8 +415,9 @@ class AcpConnection:
         sid = p.required_string(params, "sessionId")
         cwd = p.absolute_dir(params)
         servers = p.array(params, "mcpServers")
+        client = self.client_context(params)
         ready()
-        live = await self.agent.open(sid, cwd, servers)
+        live = await self.agent.open(sid, cwd, servers, client)
         live.attach(peer, self.caps(peer))
         self._attached(peer, live)
         return Reply(
@@ -616,6 +650,11 @@ class Extensions:
     requests: Mapping[str, _Method]
     notification: Callable[[AcpConnection, Peer, str, Any], Awaitable[None]]
     handshake: Callable[[], dict[str, Any]]
+    #: `_meta.rawtrio` of a session request, checked, as the context `client_options`
+    #: takes (`RpcError` -32602 naming what is wrong).
+    client_context: Callable[[Any], object]
+    #: A session's options resolved with an attached client's context.
+    client_options: Callable[[Any, Path, list[Any]], Awaitable[SessionOptions]]
 
 
 _METHODS: Final[dict[str, _Method]] = {

@@ -9,9 +9,20 @@ extension methods on the same connection, next to every ACP method:
   `SessionLocked`: every front end of the host shares one live session) — and send the
   connection every event after the join point as `_rawtrio/event` (with `since`, the
   stored events after it first).
-- `_rawtrio/session/submit`, `_rawtrio/session/usage` (requests), `_rawtrio/session/cancel`
-  (notification): the session operations.
+- `_rawtrio/session/submit`, `_rawtrio/session/usage`, `_rawtrio/session/info`,
+  `_rawtrio/session/events`,
+  `_rawtrio/session/answer_permission`, `_rawtrio/session/set_mode`,
+  `_rawtrio/session/set_model`, `_rawtrio/session/compact`, `_rawtrio/session/close`
+  (requests), `_rawtrio/session/cancel` (notification): the session operations, with the
+  errors the local operation raises.
+- `_rawtrio/sessions/list`, `_rawtrio/sessions/get`, `_rawtrio/sessions/fork`,
+  `_rawtrio/sessions/delete` (requests): the stored sessions (`Runtime`'s operations).
 - `_rawtrio/host/status`, `_rawtrio/host/stop` (requests).
+- `_meta.rawtrio = {"env", "flags"}` on ACP's `session/new`, `session/load` and
+  `session/resume` from a connection on the host's socket (an attached `rawtrio acp`
+  relaying its editor): that session's options are resolved with the client's environment
+  and session flags (`client_context`, `client_options`), as `_rawtrio/session/start`
+  resolves them, not headless.
 
 Errors a local run would raise (`RawtrioError`) are -32000 with `data = {"kind", "exit_code"}`
 (`rawtrio.errors.exit_code_for`, the mapping every command-line front end uses), so the
@@ -22,9 +33,11 @@ resolution: it is never logged, stored or sent to another connection.
 from __future__ import annotations
 
 import argparse
+import functools
 import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
@@ -33,11 +46,15 @@ from rawtrio.acp.agent import AcpAgent, AcpConnection, Extensions
 from rawtrio.acp.jsonrpc import RESOURCE_NOT_FOUND, Peer, Ready, Reply, RpcError
 from rawtrio.app.choice import Choice, start_session
 from rawtrio.cli.flags import PROVIDERS
-from rawtrio.errors import RawtrioError, TurnInProgress, exit_code_for
+from rawtrio.errors import RawtrioError, TurnInProgress, UsageError, exit_code_for
+from rawtrio.events import event_to_json
 from rawtrio.frozen import json_type_name
+from rawtrio.permissions.approval import AlwaysScope, ApprovalDecision, ApprovalKind
 
 if TYPE_CHECKING:
     from rawtrio.app.options import SessionSetup
+    from rawtrio.runtime import SessionOptions
+    from rawtrio.store.base import SessionRecord
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +134,13 @@ def _host(conn: AcpConnection) -> HostControl:
 def install(agent: AcpAgent, host: HostControl) -> None:
     """Serve the `_rawtrio/*` methods on `agent`, for `host`."""
     agent.host = host
-    agent.extensions = Extensions(REQUESTS, handle_notification, host.handshake)
+    agent.extensions = Extensions(
+        REQUESTS,
+        handle_notification,
+        host.handshake,
+        client_context,
+        functools.partial(client_options, host),
+    )
 
 
 # --- params ---------------------------------------------------------------------------
@@ -150,6 +173,44 @@ def flags_namespace(flags: Mapping[str, Any]) -> argparse.Namespace:
             raise p.invalid(f"flags.{key}: {value!r} is not one of {', '.join(allowed)}")
         setattr(ns, key, value)
     return ns
+
+
+@dataclass(frozen=True)
+class ClientContext:
+    """What an attached `rawtrio acp` sends with a session request (`_meta.rawtrio`)."""
+
+    env: dict[str, str]
+    flags: argparse.Namespace
+
+
+def client_context(meta: Any) -> ClientContext:
+    """`_meta.rawtrio` checked: `{"env": {name: str}, "flags": {...}}` (the flags of
+    `_rawtrio/session/start`); -32602 naming what is wrong."""
+    where = "_meta.rawtrio"
+    if not isinstance(meta, Mapping):
+        raise p.invalid(f"{where} must be an object, got {json_type_name(meta)}")
+    unknown = sorted(set(meta) - {"env", "flags"})
+    if unknown:
+        raise p.invalid(f"{where}.{unknown[0]}: unknown key (env, flags)")
+    try:
+        return ClientContext(_env(meta), flags_namespace(p.obj(meta, "flags")))
+    except RpcError as exc:  # named from the context: env.X → _meta.rawtrio.env.X
+        what = exc.message.removeprefix(p.invalid("").message)
+        raise p.invalid(f"{where}.{what}") from None
+
+
+async def client_options(
+    host: HostControl, client: Any, cwd: Path, servers: list[Any]
+) -> SessionOptions:
+    """A session's options for an attached editor: its environment and flags, its `cwd`
+    and MCP servers (the client's own configuration notices go to the host's log)."""
+    from rawtrio.acp.mcp import mcp_servers_from_acp
+
+    assert isinstance(client, ClientContext)
+    setup = await host.options(cwd=cwd, env=client.env, overrides=client.flags, headless=False)
+    for notice in setup.notices:
+        log.warning("%s", notice)
+    return mcp_servers_from_acp(setup.options, servers)
 
 
 def _choice(params: Mapping[str, Any]) -> Choice:
@@ -203,6 +264,7 @@ async def session_start(
     overrides = flags_namespace(p.obj(params, "flags"))
     choice = _choice(params)
     headless = _bool(params, "headless")
+    approves = _bool(params, "approves")
     since = _since(params)
     ready()
     host, agent = _host(conn), conn.agent
@@ -221,7 +283,7 @@ async def session_start(
     live = await agent.adopt(session)
     conn.sessions.add(live.id)
     running = session.running_turn
-    await live.watch(peer, since)
+    await live.watch(peer, since, approves=approves and not headless)
     return {
         "sessionId": live.id,
         "agent": setup.agent,
@@ -267,6 +329,189 @@ async def session_usage(
     }
 
 
+def session_info(session: Any) -> dict[str, Any]:
+    """What a front end shows about a live session (`_rawtrio/session/info`)."""
+    totals = session.usage
+    return {
+        "sessionId": session.id,
+        "cwd": str(session.cwd),
+        "title": session.record.title,
+        "model": session.model_name,
+        "models": list(session.model_names),
+        "mode": session.policy.mode.value,
+        "running": session.running_turn,
+        "usage": {
+            "input_tokens": totals.input_tokens,
+            "output_tokens": totals.output_tokens,
+            "cache_read_tokens": totals.cache_read_tokens,
+            "cache_write_tokens": totals.cache_write_tokens,
+            "cost_usd": totals.cost_usd,
+            "context_tokens": totals.context_tokens,
+            "context_window": totals.context_window,
+        },
+    }
+
+
+async def session_info_method(
+    conn: AcpConnection, peer: Peer, params: Mapping[str, Any], ready: Ready
+) -> Any:
+    return session_info(_live_session(conn, params).session)
+
+
+async def session_events(
+    conn: AcpConnection, peer: Peer, params: Mapping[str, Any], ready: Ready
+) -> Any:
+    """The stored events with `seq` > `since` (`Session.events_since`)."""
+    live = _live_session(conn, params)
+    since = _since(params) or 0
+    ready()
+    return {"events": [event_to_json(e) for e in await live.session.events_since(since)]}
+
+
+def _decision(params: Mapping[str, Any]) -> ApprovalDecision:
+    data = p.obj(params, "decision")
+    kinds = ", ".join(k.value for k in ApprovalKind if k is not ApprovalKind.CANCELLED)
+    try:
+        kind = ApprovalKind(str(data.get("kind")))
+    except ValueError:
+        raise p.invalid(f"decision.kind must be one of {kinds}") from None
+    if kind is ApprovalKind.CANCELLED:
+        raise p.invalid(f"decision.kind must be one of {kinds} (cancel the turn instead)")
+    scopes = ", ".join(s.value for s in AlwaysScope)
+    try:
+        scope = AlwaysScope(str(data.get("scope", AlwaysScope.SESSION.value)))
+    except ValueError:
+        raise p.invalid(f"decision.scope must be one of {scopes}") from None
+    message = p.string(data, "message", required=False)
+    by = p.string(data, "answered_by", required=False) or "rawtrio client"
+    return ApprovalDecision(kind, scope, message=message, answered_by=by)
+
+
+async def session_answer_permission(
+    conn: AcpConnection, peer: Peer, params: Mapping[str, Any], ready: Ready
+) -> Any:
+    live = _live_session(conn, params)
+    request_id = p.required_string(params, "requestId")
+    decision = _decision(params)
+    try:  # the first answer from any front end wins (an editor's through the ACP relay)
+        live.session.answer_permission(request_id, decision)
+    except RawtrioError as exc:
+        raise rawtrio_error(exc) from None
+    return {}
+
+
+async def session_set_mode(
+    conn: AcpConnection, peer: Peer, params: Mapping[str, Any], ready: Ready
+) -> Any:
+    live = _live_session(conn, params)
+    mode = p.required_string(params, "mode")
+    if mode not in _MODES:
+        raise p.invalid(f"mode: {mode!r} is not one of {', '.join(_MODES)}")
+    live.session.set_mode(mode)  # emits mode_changed: every front end is told
+    return {"mode": live.session.policy.mode.value}
+
+
+async def session_set_model(
+    conn: AcpConnection, peer: Peer, params: Mapping[str, Any], ready: Ready
+) -> Any:
+    live = _live_session(conn, params)
+    model = p.required_string(params, "model")
+    ready()
+    try:
+        await live.session.set_model(model)  # emits model_changed
+    except RawtrioError as exc:
+        raise rawtrio_error(exc) from None
+    return {"model": live.session.model_name}
+
+
+async def session_compact(
+    conn: AcpConnection, peer: Peer, params: Mapping[str, Any], ready: Ready
+) -> Any:
+    """Compact now, like `/compact [focus]`; `_rawtrio/session/cancel` (or cancelling
+    this request) cancels it. The answer is the `compaction_ended` event."""
+    live = _live_session(conn, params)
+    focus = p.string(params, "focus", required=False)
+    ready()
+    try:
+        ended = await live.session.compact(focus or None)
+    except RawtrioError as exc:
+        raise rawtrio_error(exc) from None
+    return event_to_json(ended)
+
+
+async def session_close(
+    conn: AcpConnection, peer: Peer, params: Mapping[str, Any], ready: Ready
+) -> Any:
+    """This connection leaves the session (as when it goes away: the turn goes on; the
+    host closes the session once no front end is left and it is idle)."""
+    live = _live_session(conn, params)
+    conn.sessions.discard(live.id)
+    live.detach(peer)
+    return {}
+
+
+def record_json(record: SessionRecord) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "title": record.title,
+        "cwd": record.cwd,
+        "provider": record.provider,
+        "model": record.model,
+        "created_at": record.created_at,
+        "updated_at": record.updated_at,
+        "message_count": record.message_count,
+    }
+
+
+async def sessions_list(
+    conn: AcpConnection, peer: Peer, params: Mapping[str, Any], ready: Ready
+) -> Any:
+    cwd = p.string(params, "cwd", required=False)
+    if cwd is not None and not Path(cwd).is_absolute():
+        raise p.invalid(f"cwd must be an absolute path, got {cwd!r}")
+    ready()
+    records = await conn.agent.runtime.list_sessions(cwd=cwd)
+    return {"sessions": [record_json(r) for r in records]}
+
+
+async def sessions_get(
+    conn: AcpConnection, peer: Peer, params: Mapping[str, Any], ready: Ready
+) -> Any:
+    sid = p.required_string(params, "sessionId")
+    ready()
+    try:
+        return record_json(await conn.agent.runtime.get_session(sid))
+    except RawtrioError as exc:
+        raise rawtrio_error(exc) from None
+
+
+async def sessions_fork(
+    conn: AcpConnection, peer: Peer, params: Mapping[str, Any], ready: Ready
+) -> Any:
+    sid = p.required_string(params, "sessionId")
+    ready()
+    try:
+        return {"sessionId": await conn.agent.runtime.fork_session(sid)}
+    except RawtrioError as exc:
+        raise rawtrio_error(exc) from None
+
+
+async def sessions_delete(
+    conn: AcpConnection, peer: Peer, params: Mapping[str, Any], ready: Ready
+) -> Any:
+    """Delete a stored session; one live in the host with a front end on it is refused."""
+    sid = p.required_string(params, "sessionId")
+    live = conn.agent.sessions.get(sid)
+    if live is not None and not live.session.closed and not live.unattended:
+        raise rawtrio_error(UsageError(f"session {sid} is open in another front end"))
+    ready()
+    try:
+        await conn.agent.runtime.delete_session(sid)
+    except RawtrioError as exc:
+        raise rawtrio_error(exc) from None
+    return {}
+
+
 async def host_status(
     conn: AcpConnection, peer: Peer, params: Mapping[str, Any], ready: Ready
 ) -> Any:
@@ -295,6 +540,17 @@ REQUESTS: Final[dict[str, _Method]] = {
     "_rawtrio/session/start": session_start,
     "_rawtrio/session/submit": session_submit,
     "_rawtrio/session/usage": session_usage,
+    "_rawtrio/session/info": session_info_method,
+    "_rawtrio/session/events": session_events,
+    "_rawtrio/session/answer_permission": session_answer_permission,
+    "_rawtrio/session/set_mode": session_set_mode,
+    "_rawtrio/session/set_model": session_set_model,
+    "_rawtrio/session/compact": session_compact,
+    "_rawtrio/session/close": session_close,
+    "_rawtrio/sessions/list": sessions_list,
+    "_rawtrio/sessions/get": sessions_get,
+    "_rawtrio/sessions/fork": sessions_fork,
+    "_rawtrio/sessions/delete": sessions_delete,
     "_rawtrio/host/status": host_status,
     "_rawtrio/host/stop": host_stop,
 }

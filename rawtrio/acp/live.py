@@ -20,7 +20,12 @@ without waiting (a connection that stops reading is cut off by its own bounded q
   `_rawtrio/event` notifications at full fidelity (`rawtrio.events.event_to_json`), from
   where they joined — or, with `since`, the stored events after it first, then the live
   ones: no gap, no duplicate. A watcher that cannot keep up is cut off by its
-  connection's bounded queue; the pump never waits (I8).
+  connection's bounded queue; the pump never waits (I8). A watcher that *approves* (the
+  attached terminal chat) answers `permission_requested` itself
+  (`_rawtrio/session/answer_permission`): while one watches, a request with no ACP
+  connection to relay it to waits for an answer instead of timing out; with one, the
+  request goes to the editor as well, and the first answer wins (the other side's prompt
+  closes on `permission_answered`).
 - `on_unattended` (set by a host's agent) is called when the last connection left and
   when a turn ends with none attached: the agent then closes the session once it is idle.
 """
@@ -83,6 +88,8 @@ class Watcher:
     last: int
     #: Live events held back while the stored ones are being replayed.
     held: list[ev.Event] | None = None
+    #: It answers permission requests (`_rawtrio/session/answer_permission`).
+    approves: bool = False
 
 
 @dataclass
@@ -144,8 +151,14 @@ class LiveSession:
 
     def detach(self, peer: Peer) -> None:
         self.attached.pop(id(peer), None)
-        self.watchers.pop(id(peer), None)
+        if self.watchers.pop(id(peer), None) is not None:
+            self._signal_attach()  # a relay waiting on an approving watcher looks again
         self._check_unattended()
+
+    @property
+    def approvers(self) -> bool:
+        """A watcher that answers permission requests is here."""
+        return any(w.approves and not w.peer.closed.is_set() for w in self.watchers.values())
 
     @property
     def unattended(self) -> bool:
@@ -156,14 +169,17 @@ class LiveSession:
         if self.unattended and self.on_unattended is not None:
             self.on_unattended(self)
 
-    async def watch(self, peer: Peer, since: int | None) -> None:
+    async def watch(self, peer: Peer, since: int | None, *, approves: bool = False) -> None:
         """Send `peer` every event from now on (`since` None: from the join point) or,
-        with `since`, the stored events with a larger `seq` first, then the live ones."""
+        with `since`, the stored events with a larger `seq` first, then the live ones.
+        `approves`: it answers permission requests."""
         if since is None:
-            self.watchers[id(peer)] = Watcher(peer, self.session.recorder.seq)
+            self.watchers[id(peer)] = Watcher(peer, self.session.recorder.seq, approves=approves)
+            self._signal_attach()
             return
-        watcher = Watcher(peer, since, held=[])
+        watcher = Watcher(peer, since, held=[], approves=approves)
         self.watchers[id(peer)] = watcher
+        self._signal_attach()
         try:
             for event in await self.session.events_since(since):
                 self._to_watcher(watcher, event)
@@ -346,6 +362,9 @@ class LiveSession:
                     peer = self._target(self._turn_origin.get(req.turn_id or ""))
                     if peer is None:
                         signal = self._attached_signal
+                        if self.approvers:  # a chat answers it: wait as a local chat waits
+                            await signal.wait()
+                            continue
                         with trio.move_on_after(self.permission_timeout_s):
                             await signal.wait()
                             continue

@@ -1,15 +1,15 @@
 """ACP over stdio: newline-delimited JSON-RPC on stdin/stdout.
 
-stdout carries protocol messages only: `protocol_stdout()` moves the real stdout to a
-private descriptor and points descriptor 1 (and `sys.stdout`) at stderr, so a stray
-`print` in any library, or a child process that inherits descriptor 1, can never corrupt
-the stream. Logs go to stderr.
+stdout carries protocol messages only: `rawtrio.acp.cli.protocol_stdout()` moves the real
+stdout to a private descriptor and points descriptor 1 (and `sys.stdout`) at stderr, so a
+stray `print` in any library, or a child process that inherits descriptor 1, can never
+corrupt the stream (it lives there: the command decides whether it serves here or relays
+to a host before trio is imported). Logs go to stderr.
 """
 
 from __future__ import annotations
 
 import os
-import sys
 from typing import Final
 
 import trio
@@ -19,15 +19,6 @@ from rawtrio.acp.jsonrpc import FrameTooLarge
 #: The largest frame (one line) accepted, in bytes.
 DEFAULT_MAX_FRAME: Final = 8 * 1024 * 1024
 _READ: Final = 65536
-
-
-def protocol_stdout() -> int:
-    """A private descriptor for the protocol; descriptor 1 now goes to stderr."""
-    fd = os.dup(1)
-    os.set_inheritable(fd, False)
-    os.dup2(2, 1)
-    sys.stdout = sys.stderr
-    return fd
 
 
 class LineTransport:

@@ -13,12 +13,16 @@ import argparse
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
 
 import trio
 
 from rawtrio.errors import UnknownSession, UsageError
 from rawtrio.runtime.runtime import Runtime
 from rawtrio.runtime.session import Session, SessionOptions
+
+if TYPE_CHECKING:
+    from rawtrio.store.base import SessionRecord
 
 MIN_PREFIX = 4
 
@@ -71,7 +75,15 @@ async def start_session(runtime: Runtime, choice: Choice, options: SessionOption
     return await runtime.open_session(session_id, options)
 
 
-async def resolve_id(runtime: Runtime, text: str) -> str:
+class StoredSessions(Protocol):
+    """What `resolve_id` reads (a `Runtime`, or a chat's runtime attached to a host)."""
+
+    async def get_session(self, session_id: str) -> SessionRecord: ...
+
+    async def list_sessions(self, *, cwd: str | None = None) -> list[SessionRecord]: ...
+
+
+async def resolve_id(runtime: StoredSessions, text: str) -> str:
     """The id `text` names: itself, or the one stored id it is a prefix of."""
     try:
         return (await runtime.get_session(text)).id

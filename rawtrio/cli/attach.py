@@ -22,58 +22,47 @@ prints it. A host that goes away before the turn ended leaves `rawtrio: error: t
 
 The client is a blocking socket loop (`rawtrio.host.client`) that wakes for the socket
 and for signals (`signal.set_wakeup_fd`): no trio, no runtime, no configuration schema.
+Finding the host, starting one and the version check are shared with `rawtrio acp`
+(`rawtrio.cli.attaching`).
 """
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import errno
-import fnmatch
 import os
 import selectors
-import signal
 import sys
 import threading
-import time
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from rawtrio import __version__
-from rawtrio.cli.flags import add_session_flags
+# Re-exported: the terminal chat takes the decision from here too (`rawtrio.tui.runner`).
+from rawtrio.cli.attaching import attach_mode as attach_mode
+from rawtrio.cli.attaching import client_env as client_env
+from rawtrio.cli.attaching import drain, wake_on_signals
+from rawtrio.cli.attaching import find_host as find_host
+from rawtrio.cli.attaching import lock_held as lock_held
+from rawtrio.cli.attaching import session_flags as session_flags
+from rawtrio.cli.attaching import start_host as start_host
+from rawtrio.cli.attaching import state_dir as state_dir
 from rawtrio.cli.headless_input import read_prompt, say_notice
 from rawtrio.cli.signals import Interrupted, SignalLatch
 from rawtrio.contracts import ExitCode
-from rawtrio.errors import ConfigError, UsageError
+from rawtrio.errors import UsageError
 from rawtrio.host.client import (
     TURN_IN_PROGRESS,
     HostConnection,
     HostGone,
     HostInfo,
-    NoHost,
     ProtocolFault,
     RemoteError,
 )
-from rawtrio.host.paths import HostPaths, host_paths
-from rawtrio.host.settings import read_host_settings
 from rawtrio.unicode_safety import replace_unwritable
 
 if TYPE_CHECKING:
     from rawtrio import events as ev
     from rawtrio.cli.headless_output import HeadlessOutput
-
-#: Liveness bounds, far above what a working host needs: connecting to its socket, its
-#: answer to the handshake, and a host started here listening.
-CONNECT_TIMEOUT_S: Final = 10.0
-HANDSHAKE_TIMEOUT_S: Final = 30.0
-AUTOSTART_TIMEOUT_S: Final = 60.0
-#: Environment variables a host started here does not inherit: the keys of this process
-#: are sent with its own session only (the same patterns tools never see).
-HOST_STRIP_ENV: Final = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "*_API_KEY")
-#: Flags a local headless run reads besides the session flags (`rawtrio.cli.flags`).
-HEADLESS_FLAGS: Final = ("yes", "trust")
 
 
 def main(args: argparse.Namespace, latch: SignalLatch) -> int:
@@ -88,7 +77,7 @@ def main(args: argparse.Namespace, latch: SignalLatch) -> int:
         return ExitCode.USAGE
     replace_unwritable(sys.stdout)
     attach, autostart = attach_mode(args)
-    found = find_host(args, autostart=autostart) if attach else None
+    found = find_host(args, autostart=autostart, say=say_notice) if attach else None
     if found is None:
         try:
             with latch.raising():
@@ -137,171 +126,6 @@ class RendererImport:
         self._thread.join()
         if self._error is not None:
             raise self._error
-
-
-def attach_mode(args: argparse.Namespace) -> tuple[bool, bool]:
-    """(attach to a running host, start one when none runs) for these flags and the
-    `[host]` settings of the user config file."""
-    if args.no_attach or args.demo:
-        return False, False
-    if args.attach:
-        return True, True
-    try:
-        settings = read_host_settings(args.config)
-    except ConfigError:
-        return False, False  # the local run reports the file's problem as it always does
-    if settings.attach == "never":
-        return False, False
-    return True, settings.autostart
-
-
-def state_dir() -> Path:
-    """The state directory (`rawtrio.store.paths`, which imports nothing heavy)."""
-    from rawtrio.store.paths import state_dir
-
-    return state_dir()
-
-
-def find_host(
-    args: argparse.Namespace, *, autostart: bool
-) -> tuple[HostConnection, HostInfo] | None:
-    """A connection to this state directory's host, after a handshake that found it
-    compatible; None (having said why, when it is not simply that none runs) to run here."""
-    paths = host_paths(state_dir())
-    try:
-        conn = HostConnection.connect(paths.socket, CONNECT_TIMEOUT_S)
-    except NoHost:
-        if not autostart:
-            return None
-        started = start_host(paths, args)
-        if started is None:
-            return None
-        conn = started
-    except OSError as exc:
-        say_notice(f"cannot reach the host at {paths.socket} ({_why(exc)}); running here instead")
-        return None
-    try:
-        info = conn.initialize(__version__, HANDSHAKE_TIMEOUT_S)
-    except (HostGone, TimeoutError, ProtocolFault, RemoteError) as exc:
-        conn.close()
-        say_notice(
-            f"the host at {paths.socket} did not answer the handshake ({exc}); running here instead"
-        )
-        return None
-    if not info.compatible(__version__):
-        conn.close()
-        say_notice(
-            f"the host (pid {info.pid}) is rawtrio {info.version} (protocol {info.protocol}); "
-            "running here instead"
-        )
-        return None
-    return conn, info
-
-
-def start_host(paths: HostPaths, args: argparse.Namespace) -> HostConnection | None:
-    """Start `rawtrio serve --detach` for this state directory and connect to it once it
-    listens; None (having said why) when it does not come up."""
-    import subprocess
-    import tempfile
-
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not any(fnmatch.fnmatchcase(k, pattern) for pattern in HOST_STRIP_ENV)
-    }
-    if args.config is not None:  # the host reads its [host] table from the same file
-        env["RAWTRIO_CONFIG"] = os.path.abspath(os.path.expanduser(args.config))
-    argv = [sys.executable, "-m", "rawtrio", "serve", "--detach"]
-    with tempfile.TemporaryFile() as errors:
-        try:
-            proc = subprocess.Popen(
-                argv,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.DEVNULL,
-                stderr=errors,
-                env=env,
-                cwd="/",
-                start_new_session=True,  # a Ctrl-C meant for this run never reaches it
-            )
-        except OSError as exc:
-            say_notice(f"could not start a host ({_why(exc)}); running here instead")
-            return None
-        deadline = time.monotonic() + AUTOSTART_TIMEOUT_S
-        while True:
-            try:
-                return HostConnection.connect(paths.socket, CONNECT_TIMEOUT_S)
-            except NoHost:
-                pass
-            except OSError as exc:
-                say_notice(
-                    f"cannot reach the host at {paths.socket} ({_why(exc)}); running here instead"
-                )
-                return None
-            code = proc.poll()
-            # Another front end's host may hold the lock and be about to listen: wait for it.
-            if code not in (None, 0) and not lock_held(paths.lock):
-                say_notice(
-                    f"could not start a host (rawtrio serve --detach exited {code}"
-                    f"{_last_line(errors)}); running here instead"
-                )
-                return None
-            if time.monotonic() > deadline:
-                say_notice(
-                    f"the host started here is not listening on {paths.socket} after "
-                    f"{AUTOSTART_TIMEOUT_S:.0f} s; running here instead"
-                )
-                return None
-            time.sleep(0.02)
-
-
-def lock_held(path: Path) -> bool:
-    """Whether a running host holds the state directory's lock."""
-    import fcntl
-
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError as exc:
-        return exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN)
-    finally:
-        os.close(fd)  # also releases the shared lock taken for the test
-    return False
-
-
-def _last_line(stream: IO[bytes]) -> str:
-    stream.seek(0)
-    lines = stream.read().decode("utf-8", "replace").strip().splitlines()
-    return f": {lines[-1]}" if lines else ""
-
-
-def _why(exc: OSError) -> str:
-    return exc.strerror or str(exc)
-
-
-def session_flags(args: argparse.Namespace) -> dict[str, Any]:
-    """The run's session flags (`rawtrio.cli.flags`) and the headless ones, as JSON values,
-    for the host to resolve the session with (paths made absolute: the host's working
-    directory is not ours)."""
-    probe = argparse.ArgumentParser(add_help=False)
-    add_session_flags(probe)
-    names = [*vars(probe.parse_args([])), *HEADLESS_FLAGS]
-    flags = {name: getattr(args, name, None) for name in names}
-    config = flags.get("config")
-    if isinstance(config, str):
-        flags["config"] = os.path.abspath(os.path.expanduser(config))
-    return flags
-
-
-def client_env() -> dict[str, str]:
-    """This process's environment for the host, a relative `RAWTRIO_CONFIG` made
-    absolute."""
-    env = dict(os.environ)
-    if env.get("RAWTRIO_CONFIG"):
-        env["RAWTRIO_CONFIG"] = os.path.abspath(os.path.expanduser(env["RAWTRIO_CONFIG"]))
-    return env
 
 
 @dataclass(frozen=True)
@@ -417,7 +241,7 @@ class AttachedRun:
                 if message is None:
                     for key, _ in selector.select():
                         if key.data == "signal":
-                            _drain(wake_fd)
+                            drain(wake_fd)
                         else:
                             self._conn.receive_available()
                     continue
@@ -471,24 +295,3 @@ def _event_of(message: dict[str, Any], session_id: str) -> ev.Event | None:
         return event_from_json(data)
     except (TypeError, ValueError) as exc:
         raise ProtocolFault(f"an event that does not decode: {exc}") from None
-
-
-@contextlib.contextmanager
-def wake_on_signals() -> Iterator[int]:
-    """A pipe that becomes readable when a signal arrives (`signal.set_wakeup_fd`), so a
-    blocking `select` wakes for it; the process's handlers (`SignalLatch`) still note
-    every signal."""
-    read_fd, write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
-    previous = signal.set_wakeup_fd(write_fd, warn_on_full_buffer=False)
-    try:
-        yield read_fd
-    finally:
-        signal.set_wakeup_fd(previous)
-        os.close(read_fd)
-        os.close(write_fd)
-
-
-def _drain(fd: int) -> None:
-    with contextlib.suppress(BlockingIOError):
-        while os.read(fd, 512):
-            pass

@@ -90,13 +90,13 @@ def build_parser() -> argparse.ArgumentParser:
     attach.add_argument(
         "--attach",
         action="store_true",
-        help="headless: run the turn in the host of this state directory, starting one if "
+        help="-p and the chat: run in the host of this state directory, starting one if "
         "none runs (config host.attach, host.autostart; docs/user-guide.md)",
     )
     attach.add_argument(
         "--no-attach",
         action="store_true",
-        help="headless: run the turn in this process even when a host runs",
+        help="-p and the chat: run in this process even when a host runs",
     )
     p.add_argument(
         "--demo",
@@ -141,9 +141,19 @@ def run(argv: list[str] | None = None, latch: SignalLatch | None = None) -> int:
     args = parser.parse_args(argv)
     if args.prompt is None and args.output_format is not None:
         parser.error("--output-format applies only to headless runs (-p PROMPT)")
-    if args.prompt is None and (args.attach or args.no_attach):
+    line_chat = (
+        args.prompt is None
+        and not args.demo
+        and (args.plain or not (sys.stdin.isatty() and sys.stdout.isatty()))
+    )
+    if line_chat and (args.attach or args.no_attach):
         which = "--attach" if args.attach else "--no-attach"
-        parser.error(f"{which} applies only to headless runs (-p PROMPT)")
+        parser.error(
+            f"{which} applies to -p and the full-screen chat, not the line chat "
+            "(--plain, or no terminal)"
+        )
+    if args.demo and args.attach:
+        parser.error("--demo always runs in this process: leave out --attach")
     if args.fork and not (args.continue_ or args.resume):
         parser.error("--fork needs --continue or --resume ID (the session to copy)")
     if args.demo and (args.prompt is not None or args.plain):
@@ -152,7 +162,7 @@ def run(argv: list[str] | None = None, latch: SignalLatch | None = None) -> int:
         with latch.raising():
             if args.prompt is not None:
                 from rawtrio.cli.attach import main as front_end
-            elif not args.demo and (args.plain or not (sys.stdin.isatty() and sys.stdout.isatty())):
+            elif line_chat:
                 from rawtrio.cli.repl import main as front_end
             else:
                 from rawtrio.tui.runner import main as front_end

@@ -117,6 +117,18 @@ class HostConnection:
             self._closed = True
             self._sock.close()
 
+    def release(self) -> tuple[socket.socket, bytes]:
+        """Hand the socket over (to a relay, `rawtrio.acp.relay`) with what was read from
+        it but not taken yet, as the host's lines; this object is done with it."""
+        rest = b"".join(
+            json.dumps(m, separators=(",", ":")).encode() + b"\n" for m in self._messages
+        )
+        self._messages.clear()
+        rest += bytes(self._buffer)
+        self._buffer.clear()
+        self._closed = True
+        return self._sock, rest
+
     def __enter__(self) -> HostConnection:
         return self
 

@@ -280,6 +280,9 @@ class Host:
             return
         self.connections += 1
         conn = self.agent.connection(name)
+        # A peer of this uid on the private socket may send its own environment with a
+        # session request (an attached `rawtrio acp`); one over WebSocket never can.
+        conn.accepts_client_context = True
         transport = LineTransport(stream, stream, max_frame=self.max_frame)
         peer = Peer(transport, conn, name=name, outbox=self.outbox)
         self._peers.add(peer)

@@ -56,7 +56,7 @@ from rawtrio.tui.host import ChatSetup
 from rawtrio.tui.permission import PermissionPrompt
 
 if TYPE_CHECKING:
-    from rawtrio.runtime import Runtime, Session, SessionOptions
+    from rawtrio.tui.host import ChatOptions, ChatRuntime, ChatSession
 
 log = logging.getLogger(__name__)
 #: A second Ctrl-C at an idle prompt within this many seconds leaves (as in the line chat;
@@ -150,7 +150,7 @@ class ChatApp:
         self.runtime = setup.runtime
         self.options = setup.options
         self.agent = setup.agent
-        self.session: Session | None = None
+        self.session: ChatSession | None = None
         self.created: set[str] = set()
         self.transcript = Transcript()
         self.history = History(setup.history_path)
@@ -198,8 +198,8 @@ class ChatApp:
 
     def configure(
         self,
-        runtime: Runtime,
-        options: SessionOptions,
+        runtime: ChatRuntime,
+        options: ChatOptions,
         agent: str,
         *,
         banner: list[Any] | None = None,
@@ -244,7 +244,7 @@ class ChatApp:
     def busy(self) -> bool:
         return self.session is not None and self.session.running_turn is not None
 
-    async def attach(self, session: Session, *, created: bool, show_history: bool) -> None:
+    async def attach(self, session: ChatSession, *, created: bool, show_history: bool) -> None:
         """Make `session` the chat's session: show its history, follow its events."""
         if created:
             self.created.add(session.id)
@@ -261,7 +261,7 @@ class ChatApp:
 
     async def _pump(
         self,
-        session: Session,
+        session: ChatSession,
         scope: trio.CancelScope,
         show_history: bool,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
@@ -295,12 +295,15 @@ class ChatApp:
             self._pump_scope.cancel(reason="leaving the session")
         if session is None or self.runtime is None:
             return
-        await session.close("leaving the chat")
-        if session.id in self.created:
-            record = await self.runtime.get_session(session.id)
-            if record.message_count == 0:
-                await self.runtime.delete_session(session.id)
-                self.deleted.add(session.id)
+        try:
+            await session.close("leaving the chat")
+            if session.id in self.created:
+                record = await self.runtime.get_session(session.id)
+                if record.message_count == 0:
+                    await self.runtime.delete_session(session.id)
+                    self.deleted.add(session.id)
+        except RawtrioError as exc:  # attached: the host went away meanwhile
+            log.warning("leaving session %s: %s", session.id, exc)
 
     # --- events ------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import logging
+import os
 import signal
 import sys
 import termios
@@ -40,6 +41,7 @@ from rawtrio.tui.host import ChatSetup
 
 if TYPE_CHECKING:
     from rawtrio.cli.signals import SignalLatch
+    from rawtrio.host.client import HostConnection, HostInfo
 
 LOG_NAME = "tui.log"
 HISTORY_NAME = "tui_history.jsonl"
@@ -67,11 +69,20 @@ def main(args: argparse.Namespace, latch: SignalLatch | None = None) -> int:
 
 async def run(args: argparse.Namespace) -> int:
     log_path = state_dir() / LOG_NAME
+    # Attach to this state directory's host when one runs (as `rawtrio -p` does); decided
+    # before the screen is ours, so what it says (a host of another version) is readable.
+    found = _find_host(args)
     with _logging_to(log_path):
         demo = bool(getattr(args, "demo", False))
         while True:
             try:
-                boot = _demo_boot if demo else _chat_boot(args)
+                boot: Boot
+                if demo:
+                    boot = _demo_boot
+                elif found is not None:
+                    boot, found = _attached_boot(args, *found), None
+                else:
+                    boot = _chat_boot(args)
                 result = await run_app(boot, history=None if demo else state_dir() / HISTORY_NAME)
             except Exception:  # a bug: the terminal is restored by now; keep the details
                 logging.getLogger("rawtrio.tui").exception("the chat failed")
@@ -166,6 +177,78 @@ def _chat_boot(args: argparse.Namespace) -> Boot:
             await app.closed.wait()
 
     return boot
+
+
+def _find_host(args: argparse.Namespace) -> tuple[HostConnection, HostInfo] | None:
+    """A compatible host's connection (`rawtrio.cli.attach`'s decision), or None to run
+    here; `--demo` always runs here."""
+    if getattr(args, "demo", False) or not hasattr(args, "no_attach"):
+        return None
+    from rawtrio.cli.attach import attach_mode, find_host
+
+    attach, autostart = attach_mode(args)
+    return find_host(args, autostart=autostart) if attach else None
+
+
+def _attached_boot(args: argparse.Namespace, conn: HostConnection, info: HostInfo) -> Boot:
+    """The chat on a session of the host `conn` is attached to (`rawtrio.host.remote`):
+    the same chat, the same session operations, run by the host."""
+
+    async def boot(app: ChatApp) -> None:
+        await trio.to_thread.run_sync(_import_remote)
+        from rawtrio.app.choice import Choice
+        from rawtrio.cli.attach import client_env, session_flags
+        from rawtrio.host.remote import HostGone, RemoteOptions, open_remote_app
+
+        options = RemoteOptions(
+            cwd=Path(await trio.Path(args.cwd or os.getcwd()).resolve()),
+            env=client_env(),
+            flags=session_flags(args),
+            explicit_cwd=args.cwd is not None,
+        )
+        choice = Choice.from_args(args)
+        with conn:
+            async with open_remote_app(conn.fileno(), options, pid=info.pid) as remote:
+                conn.close()  # the remote app has its own copy of the socket
+                try:
+                    session = await remote.start_session(choice)
+                except NoCredentials as exc:
+                    app.show_guide(guide(str(exc)), ["/demo"])
+                    return
+
+                async def options_for_agent(name: str) -> tuple[Any, str]:
+                    found = await remote.options_for(agent=name)
+                    return found.options, found.agent
+
+                app.configure(
+                    remote.runtime,
+                    remote.options,
+                    remote.agent,
+                    banner=[("warning", f"rawtrio: {n}") for n in remote.notices],
+                    options_for_agent=options_for_agent,
+                )
+                await app.attach(session, created=choice.new, show_history=not choice.new)
+                await _until_either(app.closed, remote.client.gone)
+                if not app.closed.is_set():
+                    raise HostGone(f"{remote.client.host} went away")
+
+    return boot
+
+
+async def _until_either(a: trio.Event, b: trio.Event) -> None:
+    async with trio.open_nursery() as nursery:
+        for event in (a, b):
+
+            async def wait(event: trio.Event = event) -> None:
+                await event.wait()
+                nursery.cancel_scope.cancel(reason="one of them happened")
+
+            nursery.start_soon(wait)
+
+
+def _import_remote() -> None:
+    import rawtrio.host.remote
+    import rawtrio.tui.commands  # noqa: F401
 
 
 def _import_runtime() -> None:

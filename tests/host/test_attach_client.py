@@ -406,11 +406,11 @@ def test_a_peer_that_hangs_up_on_the_handshake_leaves_the_turn_to_this_process(
     assert line.endswith("running here instead")
 
 
-def test_attach_flags_need_a_headless_run(iso: Isolation) -> None:
+def test_attach_flags_need_a_headless_run_or_the_full_screen_chat(iso: Isolation) -> None:
     for flag in ("--attach", "--no-attach"):
-        done = run_rawtrio(iso, flag)
+        done = run_rawtrio(iso, flag)  # no terminal: the line chat, which never attaches
         assert done.returncode == 2
-        assert f"{flag} applies only to headless runs" in done.stderr
+        assert f"{flag} applies to -p and the full-screen chat, not the line chat" in done.stderr
     done = run_rawtrio(iso, "-p", "x", "--attach", "--no-attach")
     assert done.returncode == 2
     assert "not allowed with argument" in done.stderr

@@ -161,9 +161,10 @@ def test_slash_commands_new_sessions_picker_mode_and_cost(
         pane.type("say hello")
         pane.keys("Enter")
         pane.wait_for("return 42")
+        pane.wait_for("ready │")  # the turn has ended: /new is refused while it runs
         pane.type("/new")
         pane.keys("Enter")
-        screen = pane.wait_for("new session")
+        screen = pane.wait_for("  new session ")
         assert "Hello from the fake model." not in screen
         pane.type("/ses")
         pane.keys("Tab")  # completes the command
