@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import math
 import os
 import signal
 import sys
@@ -29,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from rawtrio.acp.flags import add_listener_flags, check_listener_flags
 from rawtrio.cli.flags import add_session_flags
 from rawtrio.cli.signals import SignalLatch, stopped_by_signal
 from rawtrio.contracts import ExitCode
@@ -47,54 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         "local WebSocket.",
     )
     p.add_argument("--ws", action="store_true", help="serve on a local WebSocket, not stdio")
-    p.add_argument("--host", default="127.0.0.1", help="WebSocket address (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=0, help="WebSocket port (default: a free one)")
-    p.add_argument(
-        "--allow-origin",
-        action="append",
-        default=[],
-        metavar="ORIGIN",
-        help="also accept WebSocket connections from this Origin (loopback origins always are)",
-    )
-    p.add_argument(
-        "--permission-timeout",
-        type=float,
-        default=300.0,
-        metavar="SECONDS",
-        help="cancel a turn whose permission request finds no connected client this long "
-        "(default 300)",
-    )
-    p.add_argument(
-        "--max-message",
-        type=int,
-        default=8 * 1024 * 1024,
-        metavar="BYTES",
-        help="largest incoming message (default 8 MiB)",
-    )
-    p.add_argument(
-        "--max-queued",
-        type=int,
-        default=4096,
-        metavar="N",
-        help="messages queued for a connection before a client that stopped reading is cut "
-        "off (default 4096)",
-    )
-    p.add_argument(
-        "--handshake-timeout",
-        type=float,
-        default=5.0,
-        metavar="SECONDS",
-        help="WebSocket: close a connection that has not sent its upgrade request this long "
-        "(default 5)",
-    )
-    p.add_argument(
-        "--max-pending-handshakes",
-        type=int,
-        default=64,
-        metavar="N",
-        help="WebSocket: connections waiting for their handshake at once; the next one "
-        "closes the oldest (default 64)",
-    )
+    add_listener_flags(p)
     p.add_argument("--log-file", metavar="PATH", help="write logs here instead of stderr")
     attach = p.add_mutually_exclusive_group()
     attach.add_argument(
@@ -115,16 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str], latch: SignalLatch | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if not 0 < args.permission_timeout < math.inf:
-        parser.error("--permission-timeout: expected seconds > 0")
-    if args.max_queued < 16:
-        parser.error("--max-queued: expected at least 16")
-    if not 0 < args.handshake_timeout < math.inf:
-        parser.error("--handshake-timeout: expected seconds > 0")
-    if args.max_pending_handshakes < 1:
-        parser.error("--max-pending-handshakes: expected at least 1")
-    if args.max_message < 1024:
-        parser.error("--max-message: expected at least 1024 bytes")
+    check_listener_flags(parser, args)
     if args.ws and args.attach:
         parser.error("--attach: rawtrio acp --ws is a listener itself and serves here")
     if args.log_file:  # else the log stays on stderr (the entry point put it there)
@@ -236,30 +180,20 @@ async def run(args: argparse.Namespace, out_fd: int | None, latch: SignalLatch) 
         if out_fd is None:
             from rawtrio.acp import ws
 
-            token = ws.new_token()
-            host, port = await nursery.start(
-                lambda task_status: ws.serve(
-                    agent,
-                    host=args.host,
-                    port=args.port,
-                    token=token,
-                    allowed_origins=args.allow_origin,
-                    max_message=args.max_message,
-                    outbox=args.max_queued,
-                    handshake_timeout=args.handshake_timeout,
-                    max_pending=args.max_pending_handshakes,
-                    task_status=task_status,
-                )
+            info = await ws.start_listener(
+                nursery,
+                agent,
+                host=args.host,
+                port=args.port,
+                state=state_dir() / ws.STATE_FILE,
+                allowed_origins=args.allow_origin,
+                max_message=args.max_message,
+                outbox=args.max_queued,
+                handshake_timeout=args.handshake_timeout,
+                max_pending=args.max_pending_handshakes,
             )
-            shown = f"[{host}]" if ":" in host else host
-            info = {"acp_ws": f"ws://{shown}:{port}/acp", "token": token}
-            state = state_dir() / ws.STATE_FILE
-            ws.write_state_file(state, info)
             print(json.dumps(info), file=sys.stderr, flush=True)
-            try:
-                await trio.sleep_forever()
-            finally:
-                state.unlink(missing_ok=True)
+            await trio.sleep_forever()
         else:
             from rawtrio.acp.stdio import stdio_transport
 

@@ -30,10 +30,12 @@ handler catches every `Exception` of one connection and logs it.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import hmac
 import json
 import logging
+import os
 import secrets
 import uuid
 from collections.abc import Sequence
@@ -292,6 +294,51 @@ def new_token() -> str:
 def write_state_file(path: Path, info: dict[str, Any]) -> None:
     """`acp-ws.json`, readable by the user only (it holds the token)."""
     write_private(path, json.dumps(info) + "\n")
+
+
+async def start_listener(
+    nursery: trio.Nursery,
+    agent: AcpAgent,
+    *,
+    host: str,
+    port: int,
+    state: Path,
+    allowed_origins: Sequence[str] = (),
+    max_message: int = DEFAULT_MAX_MESSAGE,
+    outbox: int = DEFAULT_OUTBOX,
+    handshake_timeout: float = DEFAULT_HANDSHAKE_TIMEOUT,
+    max_pending: int = DEFAULT_MAX_PENDING,
+) -> dict[str, str]:
+    """Serve `agent` in `nursery` with a new token; write the URL and the token to `state`
+    (0600), removed when the nursery ends. Returns `{"acp_ws": url, "token": token}`."""
+    token = new_token()
+    bound_host, bound_port = await nursery.start(
+        lambda task_status: serve(
+            agent,
+            host=host,
+            port=port,
+            token=token,
+            allowed_origins=allowed_origins,
+            max_message=max_message,
+            outbox=outbox,
+            handshake_timeout=handshake_timeout,
+            max_pending=max_pending,
+            task_status=task_status,
+        )
+    )
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    info = {"acp_ws": f"ws://{shown}:{bound_port}/acp", "token": token}
+    write_state_file(state, info)
+    nursery.start_soon(_remove_when_done, state)
+    return info
+
+
+async def _remove_when_done(state: Path) -> None:
+    try:
+        await trio.sleep_forever()
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(state)
 
 
 async def serve(

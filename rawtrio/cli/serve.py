@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from rawtrio import __version__
+from rawtrio.acp.flags import add_listener_flags, check_listener_flags
 from rawtrio.cli.signals import SignalLatch
 from rawtrio.contracts import ExitCode
 from rawtrio.host.client import (
@@ -69,52 +70,7 @@ def build_parser() -> argparse.ArgumentParser:
         "host.idle_exit, 1800)",
     )
     p.add_argument("--ws", action="store_true", help="also serve ACP on a local WebSocket")
-    p.add_argument("--host", default="127.0.0.1", help="WebSocket address (default 127.0.0.1)")
-    p.add_argument("--port", type=int, default=0, help="WebSocket port (default: a free one)")
-    p.add_argument(
-        "--allow-origin",
-        action="append",
-        default=[],
-        metavar="ORIGIN",
-        help="also accept WebSocket connections from this Origin (loopback origins always are)",
-    )
-    p.add_argument(
-        "--permission-timeout",
-        type=float,
-        default=300.0,
-        metavar="SECONDS",
-        help="cancel a turn whose permission request finds no connected client this long "
-        "(default 300)",
-    )
-    p.add_argument(
-        "--max-message",
-        type=int,
-        default=8 * 1024 * 1024,
-        metavar="BYTES",
-        help="largest incoming message (default 8 MiB)",
-    )
-    p.add_argument(
-        "--max-queued",
-        type=int,
-        default=4096,
-        metavar="N",
-        help="messages queued for a connection before a client that stopped reading is cut "
-        "off (default 4096)",
-    )
-    p.add_argument(
-        "--handshake-timeout",
-        type=float,
-        default=5.0,
-        metavar="SECONDS",
-        help="WebSocket: close a connection that has not sent its upgrade request this long",
-    )
-    p.add_argument(
-        "--max-pending-handshakes",
-        type=int,
-        default=64,
-        metavar="N",
-        help="WebSocket: connections waiting for their handshake at once",
-    )
+    add_listener_flags(p)
     p.add_argument("--config", metavar="PATH", help="user config file to read [host] from")
     return p
 
@@ -124,16 +80,7 @@ def main(argv: list[str], latch: SignalLatch | None = None) -> int:
     args = parser.parse_args(argv)
     if args.idle_exit is not None and not 0 <= args.idle_exit < math.inf:
         parser.error("--idle-exit: expected 0 (never) or more seconds")
-    if not 0 < args.permission_timeout < math.inf:
-        parser.error("--permission-timeout: expected seconds > 0")
-    if args.max_queued < 16:
-        parser.error("--max-queued: expected at least 16")
-    if args.max_message < 1024:
-        parser.error("--max-message: expected at least 1024 bytes")
-    if not 0 < args.handshake_timeout < math.inf:
-        parser.error("--handshake-timeout: expected seconds > 0")
-    if args.max_pending_handshakes < 1:
-        parser.error("--max-pending-handshakes: expected at least 1")
+    check_listener_flags(parser, args)
     from rawtrio.host.paths import host_paths
     from rawtrio.store.paths import state_dir
 

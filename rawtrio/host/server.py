@@ -413,36 +413,20 @@ async def _serve_ws(
     from rawtrio.acp import ws
     from rawtrio.store.paths import state_dir
 
-    token = ws.new_token()
-    host, port = await nursery.start(
-        lambda task_status: ws.serve(
-            agent,
-            host=opts.host,
-            port=opts.port,
-            token=token,
-            allowed_origins=opts.allowed_origins,
-            max_message=max_frame,
-            outbox=outbox,
-            handshake_timeout=opts.handshake_timeout,
-            max_pending=opts.max_pending,
-            task_status=task_status,
-        )
+    info = await ws.start_listener(
+        nursery,
+        agent,
+        host=opts.host,
+        port=opts.port,
+        state=state_dir() / ws.STATE_FILE,
+        allowed_origins=opts.allowed_origins,
+        max_message=max_frame,
+        outbox=outbox,
+        handshake_timeout=opts.handshake_timeout,
+        max_pending=opts.max_pending,
     )
-    shown = f"[{host}]" if ":" in host else host
-    url = f"ws://{shown}:{port}/acp"
-    info = {"acp_ws": url, "token": token}
-    state = state_dir() / ws.STATE_FILE
-    ws.write_state_file(state, info)
     log.warning("%s", json.dumps(info))
-
-    async def remove_later() -> None:
-        try:
-            await trio.sleep_forever()
-        finally:
-            state.unlink(missing_ok=True)
-
-    nursery.start_soon(remove_later)
-    return url
+    return info["acp_ws"]
 
 
 def _log_signal(sig: signal.Signals) -> None:
