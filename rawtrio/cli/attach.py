@@ -42,7 +42,6 @@ from rawtrio.cli.attaching import attach_mode as attach_mode
 from rawtrio.cli.attaching import client_env as client_env
 from rawtrio.cli.attaching import drain, wake_on_signals
 from rawtrio.cli.attaching import find_host as find_host
-from rawtrio.cli.attaching import lock_held as lock_held
 from rawtrio.cli.attaching import session_flags as session_flags
 from rawtrio.cli.attaching import start_host as start_host
 from rawtrio.cli.attaching import state_dir as state_dir

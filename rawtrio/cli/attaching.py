@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import errno
 import fnmatch
 import os
 import signal
@@ -33,7 +32,7 @@ from rawtrio.host.client import (
     ProtocolFault,
     RemoteError,
 )
-from rawtrio.host.paths import HostPaths, host_paths
+from rawtrio.host.paths import HostPaths, host_paths, lock_is_held
 from rawtrio.host.settings import read_host_settings
 
 #: Liveness bounds, far above what a working host needs: connecting to its socket, its
@@ -156,7 +155,7 @@ def start_host(
                 return None
             code = proc.poll()
             # Another front end's host may hold the lock and be about to listen: wait for it.
-            if code not in (None, 0) and not lock_held(paths.lock):
+            if code not in (None, 0) and not lock_is_held(paths.lock):
                 say(
                     f"could not start a host (rawtrio serve --detach exited {code}"
                     f"{_last_line(errors)}); running here instead"
@@ -169,23 +168,6 @@ def start_host(
                 )
                 return None
             time.sleep(0.02)
-
-
-def lock_held(path: Path) -> bool:
-    """Whether a running host holds the state directory's lock."""
-    import fcntl
-
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except OSError as exc:
-        return exc.errno in (errno.EWOULDBLOCK, errno.EAGAIN)
-    finally:
-        os.close(fd)  # also releases the shared lock taken for the test
-    return False
 
 
 def _last_line(stream: IO[bytes]) -> str:

@@ -223,7 +223,7 @@ def _reaped(pid: int) -> bool:
 
 
 def _detach(paths: Any, argv: list[str]) -> int:
-    from rawtrio.host.server import lock_is_held, lock_pid
+    from rawtrio.host.paths import lock_is_held, lock_pid
     from rawtrio.private_files import open_private
 
     if lock_is_held(paths.lock):

@@ -116,3 +116,29 @@ def read_registration(path: Path) -> Registration | None:
         )
     except (OSError, ValueError, KeyError, TypeError):
         return None
+
+
+def lock_is_held(path: Path) -> bool:
+    """Whether a running host holds the lock `path` now (tested with a shared lock that is
+    released at once)."""
+    import fcntl
+
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)
+    return False
+
+
+def lock_pid(path: Path) -> int | None:
+    """The pid a host wrote into its lock file, or None."""
+    try:
+        return int(path.read_text(encoding="ascii").strip() or "x")
+    except (OSError, ValueError):
+        return None

@@ -48,6 +48,7 @@ from rawtrio.host.paths import (
     PROTOCOL,
     HostPaths,
     Registration,
+    lock_pid,
     read_registration,
     socket_path_fits,
 )
@@ -83,29 +84,6 @@ class WsOptions:
     allowed_origins: tuple[str, ...]
     handshake_timeout: float
     max_pending: int
-
-
-def lock_pid(path: Path) -> int | None:
-    """The pid a host wrote into its lock file, or None."""
-    try:
-        return int(path.read_text(encoding="ascii").strip() or "x")
-    except (OSError, ValueError):
-        return None
-
-
-def lock_is_held(path: Path) -> bool:
-    """Whether a host holds the lock `path` now (without taking it for long)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return False
-    try:
-        fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return True
-    finally:
-        os.close(fd)
-    return False
 
 
 @contextlib.contextmanager

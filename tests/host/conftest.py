@@ -4,10 +4,8 @@ state directory (`state`: a Unix socket path has at most 107 bytes)."""
 
 from __future__ import annotations
 
-import json
 import shutil
-import subprocess
-import sys
+import signal
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,10 +13,11 @@ from typing import Any
 
 import pytest
 
+from rawtrio.testing.fake_model import FakeModelServer, Scenario
 from tests.headless.conftest import SCENARIO as HEADLESS_SCENARIO
 from tests.headless.conftest import FakeModel, fake_model_process
-from tests.headless.support import LIVENESS_S, Isolation
-from tests.host.support import Place, short_runtime_dir
+from tests.headless.support import Isolation, fake_model_in_thread
+from tests.host.support import HostProcess, Place, short_runtime_dir
 
 SCENARIO: dict[str, Any] = {
     "rules": [
@@ -42,22 +41,39 @@ SCENARIO: dict[str, Any] = {
 
 
 @pytest.fixture(scope="module")
-def base_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    path = tmp_path_factory.mktemp("fake-model") / "scenario.json"
-    path.write_text(json.dumps(SCENARIO))
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rawtrio.testing.fake_model", "--scenario", str(path)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+def model(request: pytest.FixtureRequest) -> Iterator[FakeModelServer]:
+    """The fake model serving the test module's `SCENARIO` (this folder's by default)."""
+    script = getattr(request.module, "SCENARIO", SCENARIO)
+    with fake_model_in_thread(Scenario.from_dict(script)) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def base_url(model: FakeModelServer) -> str:
+    return model.base_url
+
+
+@pytest.fixture
+def host(place: Place) -> Iterator[HostProcess]:
+    """A running `rawtrio serve` (never idle-exiting) for the place; stopped with SIGTERM
+    afterwards, which it must survive cleanly."""
+    proc = HostProcess.start(place, "--idle-exit", "0")
     try:
-        assert proc.stdout is not None
-        yield str(json.loads(proc.stdout.readline())["base_url"])
+        proc.wait_registered()
+        yield proc
     finally:
-        proc.terminate()
-        proc.wait(timeout=LIVENESS_S)
-        if proc.stdout is not None:
-            proc.stdout.close()
+        proc.proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait_exit()
+        except Exception:
+            proc.kill()
+            raise
+
+
+def scenario(*rules: dict[str, Any]) -> dict[str, Any]:
+    """This folder's script with `rules` added before its catch-all."""
+    *named, catch_all = SCENARIO["rules"]
+    return {"rules": [*named, *rules, catch_all]}
 
 
 @pytest.fixture

@@ -20,79 +20,32 @@ from typing import Any, cast
 import psutil
 import pytest
 
-from rawtrio.testing.fake_model import FakeModelServer, Scenario
-from tests.headless.support import LIVENESS_S, fake_model_in_thread, rawtrio_argv
+from tests.headless.support import LIVENESS_S, rawtrio_argv
 from tests.headless.support import wait_until as wait_for
+from tests.host.conftest import scenario
 from tests.host.fake_host import fake_host
 from tests.host.support import HostProcess, Place
 
-SCENARIO: dict[str, Any] = {
-    "rules": [
-        {
-            "match": "sleep a while",
-            "replies": [
-                {"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 30"}}]},
-                {"text": "slept"},
-            ],
-        },
-        {
-            "match": "slow then done",
-            "replies": [
-                {"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 3"}}]},
-                {"text": "done after all"},
-            ],
-        },
-        {
-            "match": "use a tool",
-            "replies": [
-                {"tool_calls": [{"name": "bash", "arguments": {"command": "echo tool-output"}}]},
-                {"text": "The tool said tool-output."},
-            ],
-        },
-        {
-            "match": "who runs tools",
-            "replies": [
-                {
-                    "tool_calls": [
-                        {
-                            "name": "bash",
-                            "arguments": {"command": "echo $MARK; pwd; echo parent=$PPID"},
-                        }
-                    ]
-                },
-                {"text": "told"},
-            ],
-        },
-        {"match": "*", "replies": [{"text": "Hello from the fake model."}]},
-    ]
-}
-
-
-@pytest.fixture(scope="module")
-def model() -> Iterator[FakeModelServer]:
-    with fake_model_in_thread(Scenario.from_dict(SCENARIO)) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def base_url(model: FakeModelServer) -> str:
-    """This module's scenario for the `place` fixture (tests/host/conftest.py)."""
-    return model.base_url
-
-
-@pytest.fixture
-def host(place: Place) -> Iterator[HostProcess]:
-    host = HostProcess.start(place)
-    try:
-        host.wait_registered()
-        yield host
-    finally:
-        host.proc.send_signal(signal.SIGTERM)
-        try:
-            host.wait_exit()
-        except Exception:
-            host.kill()
-            raise
+SCENARIO: dict[str, Any] = scenario(
+    {
+        "match": "slow then done",
+        "replies": [
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 3"}}]},
+            {"text": "done after all"},
+        ],
+    },
+    {
+        "match": "who runs tools",
+        "replies": [
+            {
+                "tool_calls": [
+                    {"name": "bash", "arguments": {"command": "echo $MARK; pwd; echo parent=$PPID"}}
+                ]
+            },
+            {"text": "told"},
+        ],
+    },
+)
 
 
 class Editor:

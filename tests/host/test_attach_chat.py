@@ -5,23 +5,10 @@ end is seen and cancelled from the other (the chat's Ctrl-C through
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from tests.host.support import KEY, Client, HostProcess, Place
 from tests.tui.support import Pane
-
-
-@pytest.fixture
-def host(place: Place) -> Iterator[HostProcess]:
-    proc = HostProcess.start(place, "--idle-exit", "0")
-    try:
-        proc.wait_registered()
-        yield proc
-    finally:
-        proc.kill()
 
 
 def _chat(place: Place, *args: str, mode: str = "default") -> Pane:

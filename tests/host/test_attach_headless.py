@@ -15,78 +15,34 @@ import psutil
 import pytest
 
 from rawtrio.host.paths import read_registration
-from rawtrio.testing.fake_model import FakeModelServer, Scenario
+from rawtrio.testing.fake_model import FakeModelServer
 from tests.headless.support import (
     Finished,
     LiveRun,
-    fake_model_in_thread,
     run_rawtrio,
     wait_until,
 )
+from tests.host.conftest import scenario
 from tests.host.support import HostProcess, Place
 
-SCENARIO: dict[str, Any] = {
-    "rules": [
-        {
-            "match": "sleep a while",
-            "replies": [
-                {"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 30"}}]},
-                {"text": "slept"},
-            ],
-        },
-        {
-            "match": "use a tool",
-            "replies": [
-                {"tool_calls": [{"name": "bash", "arguments": {"command": "echo tool-output"}}]},
-                {"text": "The tool said tool-output."},
-            ],
-        },
-        {
-            "match": "who runs tools",
-            "replies": [
-                {
-                    "tool_calls": [
-                        {
-                            "name": "bash",
-                            "arguments": {
-                                "command": 'echo "parent=$PPID cwd=$PWD marker=$RAWTRIO_MARKER"'
-                            },
-                        }
-                    ]
-                },
-                {"text": "told"},
-            ],
-        },
-        {"match": "*", "replies": [{"text": "Hello from the fake model."}]},
-    ]
-}
-
-
-@pytest.fixture(scope="module")
-def model() -> Iterator[FakeModelServer]:
-    with fake_model_in_thread(Scenario.from_dict(SCENARIO)) as server:
-        yield server
-
-
-@pytest.fixture(scope="module")
-def base_url(model: FakeModelServer) -> str:
-    """This module's scenario for the `place` fixture (tests/host/conftest.py)."""
-    return model.base_url
-
-
-@pytest.fixture
-def host(place: Place) -> Iterator[HostProcess]:
-    host = HostProcess.start(place)
-    try:
-        host.wait_registered()
-        yield host
-    finally:
-        host.proc.send_signal(signal.SIGTERM)
-        try:
-            host.wait_exit()
-        except Exception:
-            host.kill()
-            raise
+SCENARIO: dict[str, Any] = scenario(
+    {
+        "match": "who runs tools",
+        "replies": [
+            {
+                "tool_calls": [
+                    {
+                        "name": "bash",
+                        "arguments": {
+                            "command": 'echo "parent=$PPID cwd=$PWD marker=$RAWTRIO_MARKER"'
+                        },
+                    }
+                ]
+            },
+            {"text": "told"},
+        ],
+    },
+)
 
 
 def rawtrio(place: Place, *args: str, **env: str) -> Finished:

@@ -5,24 +5,11 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from rawtrio.store.codec import event_from_json
 from tests.headless.support import LIVENESS_S
 from tests.host.support import Client, HostProcess, Place
-
-
-@pytest.fixture
-def host(place: Place) -> Iterator[HostProcess]:
-    proc = HostProcess.start(place, "--idle-exit", "0")
-    try:
-        proc.wait_registered()
-        yield proc
-    finally:
-        proc.kill()
 
 
 def _client(place: Place) -> Client:

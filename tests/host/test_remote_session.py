@@ -5,7 +5,7 @@ second front end."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -23,16 +23,6 @@ from rawtrio.permissions.approval import ApprovalDecision, UnknownApprovalReques
 from rawtrio.permissions.rules import PermissionMode
 from tests.headless.support import LIVENESS_S
 from tests.host.support import KEY, Client, HostProcess, Place
-
-
-@pytest.fixture
-def host(place: Place) -> Iterator[HostProcess]:
-    proc = HostProcess.start(place, "--idle-exit", "0")
-    try:
-        proc.wait_registered()
-        yield proc
-    finally:
-        proc.kill()
 
 
 @asynccontextmanager
