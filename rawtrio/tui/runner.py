@@ -28,7 +28,7 @@ import termios
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 import trio
 import urwid
@@ -37,7 +37,7 @@ from rawtrio.contracts import ExitCode
 from rawtrio.errors import NoCredentials, RawtrioError, exit_code_for
 from rawtrio.store.paths import state_dir
 from rawtrio.tui.app import PALETTE, TICK_S, ChatApp
-from rawtrio.tui.host import ChatSetup
+from rawtrio.tui.host import ChatOptions, ChatRuntime, ChatSetup
 
 if TYPE_CHECKING:
     from rawtrio.cli.signals import SignalLatch
@@ -161,22 +161,43 @@ def _chat_boot(args: argparse.Namespace) -> Boot:
                 app.show_guide(guide(str(exc)), ["/demo"])
                 return
 
-            async def options_for_agent(name: str) -> tuple[Any, str]:
-                found = await opened.options_for(agent=name)
-                return found.options, found.agent
-
-            app.configure(
-                opened.runtime,
-                opened.options,
-                opened.agent,
-                banner=[("warning", f"rawtrio: {n}") for n in opened.notices],
-                options_for_agent=options_for_agent,
-            )
+            _configure(app, opened)
             session = await opened.start_session(choice)
             await app.attach(session, created=choice.new, show_history=not choice.new)
             await app.closed.wait()
 
     return boot
+
+
+class _Opened(Protocol):
+    """What the chat is configured from: an open application, here or on a host."""
+
+    @property
+    def runtime(self) -> ChatRuntime: ...
+    @property
+    def options(self) -> ChatOptions: ...
+    @property
+    def agent(self) -> str: ...
+    @property
+    def notices(self) -> tuple[str, ...]: ...
+
+    async def options_for(self, *, agent: str) -> Any: ...
+
+
+def _configure(app: ChatApp, opened: _Opened) -> None:
+    """The runtime is up: the chat may open sessions, and `/agent` gets other options."""
+
+    async def options_for_agent(name: str) -> tuple[Any, str]:
+        found = await opened.options_for(agent=name)
+        return found.options, found.agent
+
+    app.configure(
+        opened.runtime,
+        opened.options,
+        opened.agent,
+        banner=[("warning", f"rawtrio: {n}") for n in opened.notices],
+        options_for_agent=options_for_agent,
+    )
 
 
 def _find_host(args: argparse.Namespace) -> tuple[HostConnection, HostInfo] | None:
@@ -216,17 +237,7 @@ def _attached_boot(args: argparse.Namespace, conn: HostConnection, info: HostInf
                     app.show_guide(guide(str(exc)), ["/demo"])
                     return
 
-                async def options_for_agent(name: str) -> tuple[Any, str]:
-                    found = await remote.options_for(agent=name)
-                    return found.options, found.agent
-
-                app.configure(
-                    remote.runtime,
-                    remote.options,
-                    remote.agent,
-                    banner=[("warning", f"rawtrio: {n}") for n in remote.notices],
-                    options_for_agent=options_for_agent,
-                )
+                _configure(app, remote)
                 await app.attach(session, created=choice.new, show_history=not choice.new)
                 await _until_either(app.closed, remote.client.gone)
                 if not app.closed.is_set():
