@@ -46,6 +46,7 @@ from rawtrio.acp.agent import AcpAgent, AcpConnection, Extensions
 from rawtrio.acp.jsonrpc import RESOURCE_NOT_FOUND, Peer, Ready, Reply, RpcError
 from rawtrio.app.choice import Choice, start_session
 from rawtrio.cli.flags import PROVIDERS
+from rawtrio.context.accounting import usage_to_json
 from rawtrio.errors import RawtrioError, TurnInProgress, UsageError, exit_code_for
 from rawtrio.events import event_to_json
 from rawtrio.frozen import json_type_name
@@ -340,15 +341,7 @@ def session_info(session: Any) -> dict[str, Any]:
         "models": list(session.model_names),
         "mode": session.policy.mode.value,
         "running": session.running_turn,
-        "usage": {
-            "input_tokens": totals.input_tokens,
-            "output_tokens": totals.output_tokens,
-            "cache_read_tokens": totals.cache_read_tokens,
-            "cache_write_tokens": totals.cache_write_tokens,
-            "cost_usd": totals.cost_usd,
-            "context_tokens": totals.context_tokens,
-            "context_window": totals.context_window,
-        },
+        "usage": {**usage_to_json(totals), "context_window": totals.context_window},
     }
 
 
