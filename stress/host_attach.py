@@ -8,9 +8,10 @@ joins the same live session (`_rawtrio/session/start` with `resume`) and sends
 to the number of events that prompt's turn has when nobody cancels it (measured first), so
 the cancel lands at every point of the turn a second front end can see: before the first
 step, mid-stream, while a tool call is announced, started, running, finishing, between
-steps. Every other case B joins only after A's submit (it then sees the turn from the join
-point), and a third client **C** joins and never reads a byte (I8: a stuck front end never
-stalls the turn or the cancel).
+steps. Every other case B joins only after A's submit, asking for the history first
+(`since: 0`: the stored events, then the live ones, with no gap and no repeat, even when
+the turn has ended by then), and a third client **C** joins and never reads a byte (I8: a
+stuck front end never stalls the turn or the cancel).
 
 Checked, for every case:
 
@@ -198,14 +199,15 @@ async def connect(host: Host, name: str, nursery: trio.Nursery) -> Client:
     return client
 
 
-def start_params(host: Host, resume: str | None = None) -> dict[str, Any]:
-    return {
+def start_params(host: Host, resume: str | None = None, since: int | None = None) -> dict[str, Any]:
+    params = {
         "cwd": host.cwd,
         "env": host.env,
         "flags": host.flags,
         "choice": {"continue": False, "resume": resume, "fork": False},
         "headless": True,
     }
+    return params if since is None else {**params, "since": since}
 
 
 async def one_case(host: Host, prompt: str, k: int | None, late_join: bool, stats: Stats) -> int:
@@ -223,8 +225,8 @@ async def one_case(host: Host, prompt: str, k: int | None, late_join: bool, stat
         turn_id = (await a.call("_rawtrio/session/submit", {"sessionId": sid, "text": prompt}))[
             "turnId"
         ]
-        if late_join:
-            await b.call("_rawtrio/session/start", start_params(host, sid))
+        if late_join:  # the turn may have ended already: B gets the history first
+            await b.call("_rawtrio/session/start", start_params(host, sid, since=0))
         before_cancel: list[dict[str, Any]] = []
         with trio.move_on_after(LIVENESS_S) as liveness:
             if k is not None:
