@@ -25,14 +25,12 @@ from rawtrio.config import (
     ResolvedAgent,
     TrustStore,
     VariableResolver,
-    default_project_file,
     project_root,
     resolve_session_config,
-    save_allow_rule,
     select_tools,
 )
 from rawtrio.config.resolve import API_KEY_ENV
-from rawtrio.config.schema import Prices
+from rawtrio.config.schema import CompactionConfig, Prices
 from rawtrio.context.accounting import ModelPrices
 from rawtrio.context.compaction import CompactionSettings
 from rawtrio.errors import UsageError
@@ -134,7 +132,7 @@ async def prepare_session(
         model_names=resolved.model_names,
         context_window=resolved.model.context_window,
         prices=_prices(resolved.model.prices),
-        compaction=CompactionSettings(**resolved.compaction.model_dump()),
+        compaction=_compaction(resolved.compaction),
         mcp_servers=resolved.mcp_servers,
         mcp_tool_patterns=resolved.tools,
         mcp_cache_dir=mcp_cache_dir(env),
@@ -160,6 +158,14 @@ async def prepare_session(
         notices=(*resolved.notices, *found.warnings),
         agent=resolved.name,
     )
+
+
+def _compaction(config: CompactionConfig) -> CompactionSettings:
+    """The `[compaction]` table as the runtime's settings: the same fields, read one by
+    one (`model_dump` would build the model's serializer, some 10 % of a cold run's work
+    before the provider SDK, for six plain values)."""
+    names = (f.name for f in dataclasses.fields(CompactionSettings))
+    return CompactionSettings(**{name: getattr(config, name) for name in names})
 
 
 def _prices(prices: Prices | None) -> ModelPrices | None:
@@ -193,6 +199,9 @@ def _rule_saver(
     """Saves "allow always for this project" rules to the project's config file."""
 
     def save(rule: Rule) -> None:
+        # The config file editor (with the TOML parser) is loaded by the first rule saved.
+        from rawtrio.config.edit import default_project_file, save_allow_rule
+
         when = rule.when
         save_allow_rule(
             resolved.loaded.project_file or default_project_file(cwd),

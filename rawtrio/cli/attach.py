@@ -49,19 +49,12 @@ from rawtrio.cli.headless_input import read_prompt, say_notice
 from rawtrio.cli.signals import Interrupted, SignalLatch
 from rawtrio.contracts import ExitCode
 from rawtrio.errors import UsageError
-from rawtrio.host.client import (
-    TURN_IN_PROGRESS,
-    HostConnection,
-    HostGone,
-    HostInfo,
-    ProtocolFault,
-    RemoteError,
-)
 from rawtrio.unicode_safety import replace_unwritable
 
 if TYPE_CHECKING:
     from rawtrio import events as ev
     from rawtrio.cli.headless_output import HeadlessOutput
+    from rawtrio.host.client import HostConnection, HostInfo, RemoteError
 
 
 def main(args: argparse.Namespace, latch: SignalLatch) -> int:
@@ -174,6 +167,9 @@ class AttachedRun:
         return f"the host (pid {self._info.pid})" if self._info.pid else "the host"
 
     def run(self, prompt: str, args: argparse.Namespace) -> int:
+        # Loaded by `find_host` already (a run here never reaches this module's client part).
+        from rawtrio.host.client import HostGone, ProtocolFault, RemoteError
+
         with wake_on_signals() as wake_fd:
             try:
                 return self._run(prompt, args, wake_fd)
@@ -260,6 +256,8 @@ class AttachedRun:
 
     def _refused(self, exc: RemoteError) -> int:
         """An error answer, printed as a local run prints the same error."""
+        from rawtrio.host.client import TURN_IN_PROGRESS
+
         code = exc.exit_code
         if code is not None:
             print(f"rawtrio: {exc.message}", file=sys.stderr)
@@ -272,6 +270,8 @@ class AttachedRun:
 
 
 def _field(result: Any, name: str, method: str) -> str:
+    from rawtrio.host.client import ProtocolFault
+
     value = result.get(name) if isinstance(result, dict) else None
     if not isinstance(value, str):
         raise ProtocolFault(f"{method}: the answer has no {name}")
@@ -288,6 +288,7 @@ def _event_of(message: dict[str, Any], session_id: str) -> ev.Event | None:
     data = params.get("event")
     if not isinstance(data, dict):
         return None
+    from rawtrio.host.client import ProtocolFault
     from rawtrio.store.codec import event_from_json  # loaded by `RendererImport`
 
     try:
