@@ -27,6 +27,7 @@ NOT_ATTACHED = (
     "rawtrio.app",
     "rawtrio.redaction",
     "tomllib",  # without a user config file (the [host] table is read only from one)
+    "hashlib",  # the socket's name is digested by the built-in SHA-256, without OpenSSL
 )
 #: Loaded by `RendererImport` in its thread, never before: ~100 ms of dataclass building.
 RENDERER = (
