@@ -6,14 +6,18 @@ no pydantic validator (the files, when present, are still validated)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import platformdirs
 import pytest
 
+from rawtrio.cli.flags import HelpFormatter
+from rawtrio.cli.main import build_parser
 from rawtrio.config.errors import ConfigFileError
 from rawtrio.config.loader import load_config
 from rawtrio.config.schema import (
@@ -26,6 +30,7 @@ from rawtrio.config.schema import (
     default_config,
     env_ref,
 )
+from rawtrio.config.user_path import user_config_dir
 
 #: Loaded with the SDK (or on first use), never by the entry path: the SDKs themselves,
 #: their HTTP client (rawtrio's stream helpers and retry rules use it only after a
@@ -231,3 +236,57 @@ def test_the_process_log_handler_redacts_what_sessions_watch(tmp_path: Path) -> 
     lines = run_python(code, tmp_path).splitlines()
     assert lines[0].endswith("before hunter2-secret")  # nothing watched yet
     assert lines[1].endswith("after [redacted:token]")
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"XDG_CONFIG_HOME": "/srv/conf", "HOME": "/home/u"},
+        {"XDG_CONFIG_HOME": "/srv/conf/", "HOME": "/home/u"},
+        {"HOME": "/home/u"},
+        {"HOME": "/home/u/"},
+        {"HOME": "/"},
+        {"XDG_CONFIG_HOME": "", "HOME": "/home/u"},
+        {"XDG_CONFIG_HOME": "  ", "HOME": "/home/u"},
+        {"XDG_CONFIG_HOME": "relative/conf", "HOME": "/home/u"},
+        {"XDG_CONFIG_HOME": "/srv/conf", "HOME": "relative"},
+        {"HOME": "relative"},
+        {},
+    ],
+)
+def test_the_user_config_folder_is_where_platformdirs_puts_it(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found without importing platformdirs in the usual cases, and always the same
+    folder as `platformdirs.user_config_path` (which the other cases ask)."""
+    for name in ("XDG_CONFIG_HOME", "HOME", "ANDROID_DATA", "ANDROID_ROOT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    try:
+        expected: Path | type[RuntimeError] = platformdirs.user_config_path("rawtrio")
+    except RuntimeError:  # no usable home: platformdirs says so, and so must we
+        expected = RuntimeError
+    if expected is RuntimeError:
+        with pytest.raises(RuntimeError):
+            user_config_dir()
+    else:
+        assert user_config_dir() == expected
+
+
+@pytest.mark.parametrize("columns", [None, "50", "200", "0", "-3", "wide"])
+def test_the_help_is_the_same_without_shutil(
+    columns: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`rawtrio --help` and a usage error read the same with `HelpFormatter`, which takes
+    the width without importing shutil, as with argparse's own formatter."""
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    ours = build_parser()
+    assert ours.formatter_class is HelpFormatter
+    theirs = build_parser()
+    theirs.formatter_class = argparse.HelpFormatter
+    assert ours.format_help() == theirs.format_help()
+    assert ours.format_usage() == theirs.format_usage()

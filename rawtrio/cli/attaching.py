@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any, Final
 
 from rawtrio import __version__
-from rawtrio.cli.flags import add_session_flags
+from rawtrio.cli.flags import HelpFormatter, add_session_flags
 from rawtrio.errors import ConfigError
 from rawtrio.host.settings import read_host_settings
 
@@ -187,7 +187,7 @@ def session_flags(args: argparse.Namespace) -> dict[str, Any]:
     """The front end's session flags (`rawtrio.cli.flags`) and, where it has them, the
     headless ones (`--yes`, `--trust`), as JSON values, for the host to resolve a session
     with (paths made absolute: the host's working directory is not ours)."""
-    probe = argparse.ArgumentParser(add_help=False)
+    probe = argparse.ArgumentParser(add_help=False, formatter_class=HelpFormatter)
     add_session_flags(probe)
     names = [*vars(probe.parse_args([])), *(n for n in HEADLESS_FLAGS if hasattr(args, n))]
     flags = {name: getattr(args, name, None) for name in names}

@@ -5,8 +5,36 @@ opens sessions (`rawtrio`, `rawtrio -p`, `rawtrio acp`). Resolved by the composi
 from __future__ import annotations
 
 import argparse
+import os
+import sys
+from typing import Any
 
 PROVIDERS = ("anthropic", "openai-chat", "openai-responses")
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's formatter, its width taken as `shutil.get_terminal_size` takes it but
+    without importing `shutil` (with `zlib`, `bz2` and `lzma`): argparse builds one for
+    every `add_argument`, so the default one loads them on every start, help or not."""
+
+    def __init__(self, prog: str, *args: Any, **kwargs: Any) -> None:
+        if len(args) < 3 and kwargs.get("width") is None:  # `width` is the third one
+            kwargs["width"] = terminal_columns() - 2  # as argparse does with shutil's
+        super().__init__(prog, *args, **kwargs)
+
+
+def terminal_columns() -> int:
+    """`shutil.get_terminal_size().columns`: `$COLUMNS`, else stdout's terminal, else 80."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns <= 0:
+        try:
+            columns = os.get_terminal_size(sys.__stdout__.fileno()).columns  # type: ignore[union-attr]
+        except (AttributeError, ValueError, OSError):
+            columns = 80
+    return columns or 80
 
 
 def add_session_flags(p: argparse.ArgumentParser) -> None:

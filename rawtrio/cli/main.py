@@ -26,13 +26,14 @@ import sys
 from typing import NoReturn
 
 from rawtrio import __version__
-from rawtrio.cli.flags import add_session_flags
+from rawtrio.cli.flags import HelpFormatter, add_session_flags
 from rawtrio.cli.signals import Interrupted, SignalLatch
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="rawtrio",
+        formatter_class=HelpFormatter,
         description="A local coding agent with strict cancellation.",
         epilog="Stored sessions: rawtrio sessions {list,show,search,export,rm,rename} "
         "(rawtrio sessions --help). Configuration: rawtrio config {check,init}. "
