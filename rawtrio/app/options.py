@@ -18,6 +18,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 import trio
 
@@ -50,8 +51,13 @@ from rawtrio.skills import (
     load_skill_tool,
     skills_prompt,
 )
+from rawtrio.skills.tool import TOOL_ID as SKILL_TOOL_ID
 from rawtrio.tools.base import ToolSettings
 from rawtrio.tools.builtin import AVAILABLE_BUILTINS
+
+#: The tools a hook's `match` may name: the built-ins and the skill tool (MCP tools are
+#: checked against the configured servers).
+HOOKABLE_TOOL_IDS: Final = (*AVAILABLE_BUILTINS, SKILL_TOOL_ID)
 
 
 @dataclass(frozen=True)
@@ -100,6 +106,7 @@ async def prepare_session(
             shell=h.shell,
             timeout_s=h.timeout_s,
             env=await variables.environment(h.env),
+            dialect=h.dialect,
         )
         for h in resolved.hooks
     ]
@@ -181,6 +188,7 @@ def _resolve_files(args: argparse.Namespace, env: Mapping[str, str]) -> _Found:
     if not cwd.is_dir():
         raise UsageError(f"--cwd: {cwd} is not a directory")
     resolved = resolve_session_config(args, cwd, env)
+    resolved.check_hook_matchers(HOOKABLE_TOOL_IDS)
     extra = [Path(p).expanduser() for p in resolved.skill_dirs]
     discovery = discover_skills(default_skill_roots(cwd, extra), project=project_root(cwd))
     skills = [s for s in discovery.skills if select_tools(resolved.skills, [s.name])]

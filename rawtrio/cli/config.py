@@ -35,6 +35,9 @@ def main(argv: list[str]) -> int:
             return ExitCode.COMPLETED
         overrides = CliOverrides(config=args.config, agent=args.agent, trust=args.trust)
         resolved = resolve_session_config(overrides, Path.cwd(), os.environ)
+        from rawtrio.app.options import HOOKABLE_TOOL_IDS
+
+        resolved.check_hook_matchers(HOOKABLE_TOOL_IDS)
     except (ConfigError, FileExistsError) as exc:
         print(f"rawtrio: {exc}", file=sys.stderr)
         return ExitCode.USAGE

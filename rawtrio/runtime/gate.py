@@ -44,7 +44,7 @@ async def admit(
     )
     if pre.stopped:
         return denied(call, DeniedBy.HOOK, f"denied by a PreToolUse hook: {pre.reason}"), None
-    decision = host.policy.evaluate(tool.id, args, read_only=tool.read_only)
+    decision = host.policy.evaluate(tool.id, args, read_only=tool.read_only, hook=pre.permission)
     if decision.effect is Effect.DENY:
         return denied(call, decision.denied_by or DeniedBy.RULE, decision.reason), None
     if decision.effect is Effect.ASK:
