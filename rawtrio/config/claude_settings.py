@@ -58,6 +58,10 @@ HOOK_EVENTS: Final = frozenset(
         "SessionEnd",
     }
 )
+#: The events whose matcher names tools.
+TOOL_HOOK_EVENTS: Final = frozenset(
+    {"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"}
+)
 #: Claude Code's default hook timeout, in seconds.
 DEFAULT_TIMEOUT_S: Final = 60.0
 #: Characters that chain, substitute or redirect in a shell command: an allow rule never
@@ -282,7 +286,7 @@ class _Reader:
         except ValueError as exc:
             self._note(file, f"{where}.matcher", f"{exc}; the group is ignored")
             return
-        if pattern is not None and event in ("PreToolUse", "PostToolUse", "PermissionRequest"):
+        if pattern is not None and event in TOOL_HOOK_EVENTS:
             self._check_tools(file, f"{where}.matcher", matcher, pattern)
         for j, entry in enumerate(group["hooks"]):
             self._hook(file, f"{where}.hooks[{j}]", event, matcher, entry)

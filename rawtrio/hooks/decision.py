@@ -14,16 +14,16 @@ JSON fields honoured (exit 0 only): `continue: false` (+ `stopReason`) blocks;
 `decision: "block"` (+ `reason`) blocks; `hookSpecificOutput.permissionDecision: "deny"`
 (+ `permissionDecisionReason`) and `hookSpecificOutput.decision.behavior: "deny"`
 (+ `message`) deny; `hookSpecificOutput.additionalContext` (or the legacy top-level
-`additionalContext`) adds context; `systemMessage` is a warning shown to the user.
-Nothing else has an effect: a hook cannot allow what rules would not, nor rewrite input.
+`additionalContext`) adds context; `systemMessage` is a warning shown to the user;
+`suppressOutput: true` keeps stdout out of the receipt. Nothing else has an effect: a hook
+of rawtrio's own cannot allow what rules would not, and no hook can rewrite input.
 
 A hook of the `claude-code` dialect (from a Claude Code settings file) is read the way
 Claude Code reads it, on top of the above: `permissionDecision: "allow"` / `"ask"`,
 `decision.behavior: "allow"` and the legacy `decision: "approve"` set `permission` (what the
 permission step does with it is `rawtrio.permissions.policy.with_hook_permission`: deny
 rules and plan mode still win); `continue: false` ends the turn (`halt`) after what the
-event is about, without blocking a `Stop`; `suppressOutput: true` keeps stdout out of the
-receipt.
+event is about, without blocking a `Stop`.
 """
 
 from __future__ import annotations
