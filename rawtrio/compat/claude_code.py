@@ -117,6 +117,25 @@ def claude_payload(payload: Mapping[str, Any], cwd: Path) -> dict[str, Any]:
         out["tool_name"] = claude_tool_name(tool_id)
         if "tool_input" in out:
             out["tool_input"] = claude_tool_input(tool_id, out["tool_input"], cwd)
+        response = out.get("tool_response")
+        if isinstance(response, Mapping):
+            out["tool_response"] = claude_tool_response(tool_id, response, out["tool_input"])
+    return out
+
+
+def claude_tool_response(
+    tool_id: str, response: Mapping[str, Any], claude_input: Any
+) -> dict[str, Any]:
+    """rawtrio's `{status, content, details}` plus the fields of Claude Code's response that
+    hooks read most: `success`; `stdout`, `stderr`, `interrupted` for `Bash` (rawtrio's
+    output holds both streams, in order, in `stdout`); `filePath` for the file tools."""
+    out = dict(response)
+    out["success"] = response.get("status") == "ok"
+    if tool_id == "bash":
+        out.update(stdout=response.get("content", ""), stderr="", interrupted=False)
+    file_path = claude_input.get("file_path") if isinstance(claude_input, Mapping) else None
+    if isinstance(file_path, str):
+        out["filePath"] = file_path
     return out
 
 

@@ -259,3 +259,24 @@ async def test_an_own_hook_still_cannot_allow(make_runner: MakeRunner) -> None:
         outcome = await runner.run(HookEvent.PRE_TOOL_USE, payloads.pre_tool_use("bash", {}, "c"))
     assert outcome.permission is None
     assert "has no effect" in outcome.warnings[0]
+
+
+async def test_a_claude_code_post_hook_reads_claude_code_response_fields(
+    make_runner: MakeRunner, tmp_path: Path
+) -> None:
+    runner, receipts = make_runner(claude_hook(HookEvent.POST_TOOL_USE, ECHO_INPUT, "Write"))
+    payload = payloads.post_tool_use(
+        "write_file", {"path": "a.txt", "content": "x"}, "c", status="ok", content="wrote a.txt"
+    )
+    with trio.fail_after(LIVENESS_S):
+        await runner.run(HookEvent.POST_TOOL_USE, payload)
+    seen = json.loads(receipts[0].stdout)
+    assert seen["tool_name"] == "Write"
+    assert seen["tool_input"] == {"file_path": str(tmp_path / "a.txt"), "content": "x"}
+    assert seen["tool_response"] == {
+        "status": "ok",
+        "content": "wrote a.txt",
+        "details": {},
+        "success": True,
+        "filePath": str(tmp_path / "a.txt"),
+    }
