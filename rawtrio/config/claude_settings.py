@@ -44,7 +44,8 @@ from rawtrio.config.trust import TrustStore
 
 PROJECT_FILES: Final = (Path(".claude") / "settings.json", Path(".claude") / "settings.local.json")
 USER_DIR_ENV: Final = "CLAUDE_CONFIG_DIR"
-#: The hook events rawtrio runs (Claude Code's names); others are reported.
+#: The hook events rawtrio runs (Claude Code's names, and rawtrio's `Interrupt`); others
+#: (`Notification`, `SubagentStop`, …) are reported.
 HOOK_EVENTS: Final = frozenset(
     {
         "SessionStart",
@@ -55,6 +56,7 @@ HOOK_EVENTS: Final = frozenset(
         "PermissionRequest",
         "PreCompact",
         "Stop",
+        "Interrupt",
         "SessionEnd",
     }
 )

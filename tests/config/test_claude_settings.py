@@ -10,6 +10,7 @@ import pytest
 
 from rawtrio.app.options import HOOKABLE_TOOL_IDS
 from rawtrio.config import CliOverrides, ConfigFileError, ResolvedAgent, resolve_session_config
+from rawtrio.hooks import HookEvent
 from rawtrio.permissions import Effect, evaluate, rules_from_config
 
 GUARD = {"type": "command", "command": "python3 guard.py", "timeout": 5}
@@ -101,6 +102,13 @@ def test_user_and_local_files_are_read_and_found_from_a_subfolder(
     assert [f.kind for f in agent.loaded.claude.files] == ["user", "project", "local"]  # type: ignore[union-attr]
     assert decide(agent, "read_file", {"path": str(repo / "secrets" / "k")}) is Effect.DENY
     assert decide(agent, "bash", {"command": "git push origin main"}) is Effect.ASK
+
+
+@pytest.mark.parametrize("event", [str(e) for e in HookEvent])
+def test_every_rawtrio_event_is_read(repo: Path, env: dict[str, str], event: str) -> None:
+    settings(Path(env["HOME"]), {"hooks": {event: [{"matcher": "", "hooks": [GUARD]}]}})
+    (hook,) = resolve(repo, env).hooks
+    assert (hook.event, hook.dialect) == (event, "claude-code")
 
 
 @pytest.mark.parametrize(
