@@ -5,28 +5,24 @@ the model is told.
 Claude Code's own example, examples/hooks/bash_command_validator_example.py of
 github.com/anthropics/claude-code, is not committed here: that repository's licence
 (LICENSE.md: "All rights reserved", use subject to Anthropic's Commercial Terms) does not
-allow redistributing it. Point RAWTRIO_CLAUDE_CODE_VALIDATOR at an unchanged copy to run
-it; tests/hooks/scripts/claude_code_guard.py exercises the same contract meanwhile
-(tests/fixtures/third_party/claude-code/README.md).
+allow redistributing it. `python -m tests.hooks.check_claude_validator PATH` runs an
+unchanged copy through rawtrio; tests/hooks/scripts/claude_code_guard.py exercises the same
+contract here (tests/fixtures/third_party/claude-code/README.md).
 """
 
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import shutil
 import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from rawtrio.testing.fake_model import Scenario
 from tests.headless.support import Finished, Isolation, fake_model_in_thread, run_rawtrio
 
 GUARD = Path(__file__).parent / "scripts" / "claude_code_guard.py"
-VALIDATOR_ENV = "RAWTRIO_CLAUDE_CODE_VALIDATOR"
 KEYS = {"ANTHROPIC_API_KEY": "test-key"}
 RG = "Use 'rg' (ripgrep) instead of 'grep'"
 
@@ -126,18 +122,3 @@ def test_a_deny_rule_wins_over_a_hooks_allow(tmp_path: Path) -> None:
     _, sent_back = run(iso, "ls", "--trust", "--config", str(config))
     assert "denied by rule" in sent_back
     assert "notes.txt" not in sent_back
-
-
-@pytest.mark.skipif(
-    not os.environ.get(VALIDATOR_ENV),
-    reason=f"{VALIDATOR_ENV} is not set: Claude Code's example may not be redistributed",
-)
-def test_claude_codes_unchanged_validator_blocks_grep(tmp_path: Path) -> None:
-    script = Path(os.environ[VALIDATOR_ENV])
-    iso = Isolation(tmp_path)
-    project(iso, f"{shlex.quote(sys.executable)} {shlex.quote(str(script))}")
-    _, sent_back = run(iso, "grep -r needle .", "--trust")
-    assert f"• {RG} for better performance and features" in sent_back
-    assert "notes.txt" not in sent_back
-    _, passed = run(iso, "grep -r needle . | head -1", "--trust")
-    assert "notes.txt:needle in here" in passed
