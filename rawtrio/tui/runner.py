@@ -206,7 +206,7 @@ def _find_host(args: argparse.Namespace) -> tuple[HostConnection, HostInfo] | No
     here; `--demo` always runs here."""
     if getattr(args, "demo", False) or not hasattr(args, "no_attach"):
         return None
-    from rawtrio.cli.attach import attach_mode, find_host
+    from rawtrio.cli.attaching import attach_mode, find_host
 
     attach, autostart = attach_mode(args)
     return find_host(args, autostart=autostart) if attach else None
@@ -219,7 +219,7 @@ def _attached_boot(args: argparse.Namespace, conn: HostConnection, info: HostInf
     async def boot(app: ChatApp) -> None:
         await trio.to_thread.run_sync(_import_remote)
         from rawtrio.app.choice import Choice
-        from rawtrio.cli.attach import client_env, session_flags
+        from rawtrio.cli.attaching import client_env, session_flags
         from rawtrio.host.remote import HostGone, RemoteOptions, open_remote_app
 
         options = RemoteOptions(
