@@ -45,9 +45,9 @@ from rawtrio.runtime.prompt import BASE_PROMPT, redacted_prompt
 from rawtrio.runtime.session import SessionOptions
 from rawtrio.skills import (
     Skill,
-    default_skill_roots,
     discover_skills,
     load_skill_tool,
+    skill_roots,
     skills_prompt,
 )
 from rawtrio.tools.base import ToolSettings
@@ -181,10 +181,10 @@ def _resolve_files(args: argparse.Namespace, env: Mapping[str, str]) -> _Found:
     if not cwd.is_dir():
         raise UsageError(f"--cwd: {cwd} is not a directory")
     resolved = resolve_session_config(args, cwd, env)
-    extra = [Path(p).expanduser() for p in resolved.skill_dirs]
-    discovery = discover_skills(default_skill_roots(cwd, extra), project=project_root(cwd))
+    roots, missing = skill_roots(cwd, resolved.skill_dirs)
+    discovery = discover_skills(roots, project=project_root(cwd))
     skills = [s for s in discovery.skills if select_tools(resolved.skills, [s.name])]
-    return _Found(resolved, cwd, skills, discovery.warnings)
+    return _Found(resolved, cwd, skills, (*missing, *discovery.warnings))
 
 
 def _rule_saver(
