@@ -38,6 +38,7 @@ from rawtrio.context.compaction import CompactionSettings
 from rawtrio.errors import UsageError
 from rawtrio.hooks import HookEvent, HookSpec
 from rawtrio.mcp.catalog import mcp_cache_dir
+from rawtrio.mcp.project import project_mcp
 from rawtrio.permissions.policy import rules_from_config
 from rawtrio.permissions.rules import PermissionMode, Rule
 from rawtrio.redaction import LOG_FILTER
@@ -184,7 +185,15 @@ def _resolve_files(args: argparse.Namespace, env: Mapping[str, str]) -> _Found:
     roots, missing = skill_roots(cwd, resolved.skill_dirs)
     discovery = discover_skills(roots, project=project_root(cwd))
     skills = [s for s in discovery.skills if select_tools(resolved.skills, [s.name])]
-    return _Found(resolved, cwd, skills, (*missing, *discovery.warnings))
+    mcp = project_mcp(
+        cwd,
+        resolved.loaded.config.mcp_servers,
+        store=TrustStore.default(env),
+        trust=bool(getattr(args, "trust", False)),
+    )
+    resolved = dataclasses.replace(resolved, mcp_servers={**resolved.mcp_servers, **mcp.servers})
+    warnings = (*missing, *discovery.warnings, *mcp.notices)
+    return _Found(resolved, cwd, skills, warnings)
 
 
 def _rule_saver(

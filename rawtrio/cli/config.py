@@ -6,9 +6,14 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rawtrio.contracts import ExitCode
 from rawtrio.errors import ConfigError
+
+if TYPE_CHECKING:
+    from rawtrio.config import ResolvedAgent
+    from rawtrio.mcp.project import ProjectMcp
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -38,7 +43,23 @@ def main(argv: list[str]) -> int:
     except (ConfigError, FileExistsError) as exc:
         print(f"rawtrio: {exc}", file=sys.stderr)
         return ExitCode.USAGE
-    for notice in resolved.notices:
+    try:
+        project = _project_mcp(resolved, args.trust)
+    except ConfigError as exc:
+        print(f"rawtrio: {exc}", file=sys.stderr)
+        return ExitCode.USAGE
+    for notice in (*resolved.notices, *project.notices):
         print(f"note: {notice}", file=sys.stderr)
     print(resolved.describe(os.environ))
+    print(project.describe())
     return ExitCode.COMPLETED
+
+
+def _project_mcp(resolved: ResolvedAgent, trust: bool) -> ProjectMcp:
+    """The project's `.mcp.json`, as a session here would use it."""
+    from rawtrio.config import TrustStore
+    from rawtrio.mcp.project import project_mcp
+
+    store = TrustStore.default(os.environ)
+    config = resolved.loaded.config
+    return project_mcp(Path.cwd(), config.mcp_servers, store=store, trust=trust)

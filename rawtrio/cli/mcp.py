@@ -96,13 +96,27 @@ def main(argv: list[str], latch: SignalLatch | None = None) -> int:
 
 
 def _resolve(args: argparse.Namespace) -> ResolvedAgent:
-    from rawtrio.config import CliOverrides, resolve_session_config
+    """The agent, with the project's trusted `.mcp.json` servers added to the config's
+    servers and to the agent's selection (as a session gets them)."""
+    import dataclasses
+
+    from rawtrio.config import CliOverrides, TrustStore, resolve_session_config
+    from rawtrio.mcp.project import project_mcp
 
     overrides = CliOverrides(config=args.config, agent=args.agent, trust=args.trust)
     resolved = resolve_session_config(overrides, Path.cwd(), os.environ)
-    for notice in resolved.notices:
+    config = resolved.loaded.config
+    project = project_mcp(
+        Path.cwd(), config.mcp_servers, store=TrustStore.default(os.environ), trust=args.trust
+    )
+    for notice in (*resolved.notices, *project.notices):
         print(f"note: {notice}", file=sys.stderr)
-    return resolved
+    if not project.servers:
+        return resolved
+    merged = config.model_copy(update={"mcp_servers": {**config.mcp_servers, **project.servers}})
+    loaded = dataclasses.replace(resolved.loaded, config=merged)
+    servers = {**resolved.mcp_servers, **project.servers}
+    return dataclasses.replace(resolved, loaded=loaded, mcp_servers=servers)
 
 
 def _describe(config: McpServerConfig) -> str:
@@ -131,6 +145,8 @@ def _list(resolved: ResolvedAgent, args: argparse.Namespace, latch: SignalLatch)
             return latch.exit_code
     for name, server in config.mcp_servers.items():
         agents = [a for a, agent in config.agents.items() if name in agent.mcp_servers]
+        if name in resolved.mcp_servers and name not in agents:
+            agents.append("every agent (.mcp.json)")
         mark = "*" if name in resolved.mcp_servers else " "
         print(f"{mark} {name}  ({_describe(server)}; start = {server.start})")
         print(f"    selected by: {', '.join(agents) or 'no agent'}")

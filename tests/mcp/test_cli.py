@@ -153,16 +153,26 @@ def test_mcp_list_asks_a_server_never_listed_before(
     hang = json.dumps([sys.executable, str(SERVER), "--mode=hang-at-start"])
     env.write_text(
         f"[mcp_servers.t]\ncommand = {command}\n"
-        f"[mcp_servers.stuck]\ncommand = {hang}\n"
+        f"[mcp_servers.stuck]\ncommand = {hang}\nstartup_timeout_s = 1\n"
         f"[agents.default]\nmcp_servers = ['t']\n"
     )
-    assert run(["mcp", "list", "--timeout", "20"]) == 0
+    assert run(["mcp", "list", "--timeout", "60"]) == 0
     out = capsys.readouterr().out
     assert "state: tools listed" in out
     assert "12 of 12 selected" in out
     assert "mcp/t/echo (read-only)" in out
     assert "never started" not in out
-    assert "state: FAILED: did not list its tools within 20 s (--timeout)" in out
+    assert "state: FAILED: did not answer initialize within 1 s (startup_timeout_s)" in out
+
+
+def test_mcp_list_waits_for_a_server_at_most_its_timeout(
+    env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    hang = json.dumps([sys.executable, str(SERVER), "--mode=hang-at-start"])
+    env.write_text(f"[mcp_servers.stuck]\ncommand = {hang}\n")
+    assert run(["mcp", "list", "--timeout", "0.5"]) == 0
+    out = capsys.readouterr().out
+    assert "state: FAILED: did not list its tools within 0.5 s (--timeout)" in out
 
 
 def test_import_reads_a_project_mcp_json_keeping_dollar_brace_for_start(
@@ -229,7 +239,7 @@ def test_import_reads_codex_config_toml(env: Path, capsys: pytest.CaptureFixture
 def test_import_write_select_makes_the_servers_usable_in_one_step(
     env: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    env.write_text('[agents.default]\nmcp_servers = []\nmax_steps = 7\n\n[models]\n')
+    env.write_text("[agents.default]\nmcp_servers = []\nmax_steps = 7\n\n[models]\n")
     source = FIXTURES / "codex-config.toml"
     assert run(["mcp", "import", str(source), "--write", "--select", "default"]) == 0
     config = RawtrioConfig.model_validate(tomllib.loads(env.read_text()))
