@@ -31,6 +31,7 @@ from rawtrio.config import (
     save_allow_rule,
     select_tools,
 )
+from rawtrio.config.agents_md import NestedMemory
 from rawtrio.config.resolve import API_KEY_ENV
 from rawtrio.config.schema import Prices
 from rawtrio.context.accounting import ModelPrices
@@ -141,6 +142,7 @@ async def prepare_session(
         mcp_cache_dir=mcp_cache_dir(env),
         variables=variables,
         env=session_env,
+        nested_memory=_nested_memory(cwd, env, resolved),
     )
 
     async def options_for_model(name: str) -> SessionOptions:
@@ -161,6 +163,22 @@ async def prepare_session(
         notices=(*resolved.notices, *found.warnings),
         agent=resolved.name,
     )
+
+
+def _nested_memory(
+    cwd: Path, env: Mapping[str, str], resolved: ResolvedAgent
+) -> Callable[[str, Path], str | None]:
+    """Offers the memory files below `cwd` as `read_file` meets their folders, each once
+    per session (one `NestedMemory` per session id)."""
+    sessions: dict[str, NestedMemory] = {}
+
+    def offer(session_id: str, read: Path) -> str | None:
+        memory = sessions.get(session_id)
+        if memory is None:
+            memory = sessions[session_id] = NestedMemory(cwd, env, resolved.agents_md)
+        return memory.note_for(read)
+
+    return offer
 
 
 def _prices(prices: Prices | None) -> ModelPrices | None:

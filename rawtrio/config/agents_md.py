@@ -12,7 +12,7 @@ Which files, in the order they enter the prompt (the most specific last):
 
 Each file is read once: a `CLAUDE.md` that is a symlink to `AGENTS.md` (a common way to
 share one file between tools), or a file imported twice, enters the prompt at its first
-place only. Files below the working directory are not read here: `nested_memory` offers
+place only. Files below the working directory are not read here: `NestedMemory` offers
 them when the model reads a file in their folder, as Claude Code does.
 
 A file is cut at `MAX_AGENTS_MD_BYTES`; bytes that are not UTF-8 are replaced. Files that
@@ -97,6 +97,55 @@ def find_agents_files(cwd: Path, env: Mapping[str, str] | None = None) -> Agents
     return AgentsFiles(tuple(reader.files), tuple(reader.notices))
 
 
+class NestedMemory:
+    """The memory files below a session's working directory, offered once each when the
+    model reads a file in their folder (Claude Code's nested CLAUDE.md). One per session:
+    it remembers what was offered, and `seen` starts with the files already in the
+    system prompt."""
+
+    def __init__(self, cwd: Path, env: Mapping[str, str] | None, loaded: AgentsFiles) -> None:
+        self.cwd = cwd.resolve()
+        self._root = project_root(self.cwd)
+        self._home = home_folder(env)
+        self._seen = {os.path.realpath(p) for p in loaded.paths}
+
+    def offer(self, read: Path) -> AgentsFiles:
+        """The memory files not yet offered in the folders from just below the working
+        directory down to the folder of the file `read` (outermost first, each followed by
+        its imports). A file out of the working directory offers none. Files that cannot be
+        read safely are left out with a notice, never raised: the read itself succeeded."""
+        target = Path(os.path.abspath(self.cwd / read))
+        if not target.is_relative_to(self.cwd) or target.parent == self.cwd:
+            return AgentsFiles(())
+        reader = _MemoryReader(self._root, self._home, seen=self._seen)
+        folder, folders = target.parent, []
+        while folder != self.cwd:
+            folders.append(folder)
+            folder = folder.parent
+        for folder in reversed(folders):
+            for name in MEMORY_FILES:
+                path = folder / name
+                if not os.path.lexists(path) or path.is_dir():
+                    continue
+                try:
+                    reader.add(path, within=self._root)
+                except UnsafeFileError as exc:
+                    self._seen.add(os.path.realpath(path))
+                    reader.notices.append(f"{path}: {exc.reason}; not read")
+        return AgentsFiles(tuple(reader.files), tuple(reader.notices))
+
+    def note_for(self, read: Path) -> str | None:
+        """What the model is told with the result of reading `read`, or None."""
+        found = self.offer(read)
+        if not found.files and not found.notices:
+            return None
+        parts = [found.prompt_section(), *(f"(not read: {n})" for n in found.notices)]
+        return (
+            "[rawtrio: project instructions for this folder, which apply to files in it "
+            "(nested memory, read once per session):\n\n" + "\n\n".join(p for p in parts if p) + "]"
+        )
+
+
 def home_folder(env: Mapping[str, str] | None) -> Path:
     home = (env if env is not None else os.environ).get("HOME")
     return Path(home) if home else Path.home()
@@ -105,12 +154,13 @@ def home_folder(env: Mapping[str, str] | None) -> Path:
 class _MemoryReader:
     """Reads memory files and their imports, each real file once."""
 
-    def __init__(self, root: Path, home: Path) -> None:
+    def __init__(self, root: Path, home: Path, *, seen: set[str] | None = None) -> None:
         self.root = root
         self.home = home
         self.files: list[AgentsFile] = []
         self.notices: list[str] = []
-        self._seen: set[str] = set()
+        #: Real paths already read (shared with the caller when given).
+        self._seen: set[str] = set() if seen is None else seen
 
     def add(
         self, path: Path, *, within: Path | None, depth: int = 0, by: Path | None = None
