@@ -31,7 +31,7 @@ from rawtrio.config import (
     save_allow_rule,
     select_tools,
 )
-from rawtrio.config.agents_md import NestedMemory
+from rawtrio.config.agents_md import NestedMemory, home_folder
 from rawtrio.config.resolve import API_KEY_ENV
 from rawtrio.config.schema import Prices
 from rawtrio.context.accounting import ModelPrices
@@ -200,7 +200,7 @@ def _resolve_files(args: argparse.Namespace, env: Mapping[str, str]) -> _Found:
     if not cwd.is_dir():
         raise UsageError(f"--cwd: {cwd} is not a directory")
     resolved = resolve_session_config(args, cwd, env)
-    roots, missing = skill_roots(cwd, resolved.skill_dirs)
+    roots, missing = skill_roots(cwd, resolved.skill_dirs, home=home_folder(env))
     discovery = discover_skills(roots, project=project_root(cwd))
     skills = [s for s in discovery.skills if select_tools(resolved.skills, [s.name])]
     mcp = project_mcp(

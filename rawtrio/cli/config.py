@@ -48,11 +48,28 @@ def main(argv: list[str]) -> int:
     except ConfigError as exc:
         print(f"rawtrio: {exc}", file=sys.stderr)
         return ExitCode.USAGE
-    for notice in (*resolved.notices, *project.notices):
+    skills, skill_notes = _skills(resolved)
+    for notice in (*resolved.notices, *project.notices, *skill_notes):
         print(f"note: {notice}", file=sys.stderr)
     print(resolved.describe(os.environ))
     print(project.describe())
+    print("skills:" + ("" if skills else " none"))
+    print("\n".join(f"  {line}" for line in skills), end="\n" if skills else "")
     return ExitCode.COMPLETED
+
+
+def _skills(resolved: ResolvedAgent) -> tuple[list[str], tuple[str, ...]]:
+    """The agent's skills as a session here would find them ("name  folder"), and the
+    discovery's warnings (skipped, shadowed, cut descriptions, missing skill_dirs)."""
+    from rawtrio.config import project_root, select_tools
+    from rawtrio.config.agents_md import home_folder
+    from rawtrio.skills import discover_skills, skill_roots
+
+    cwd = Path.cwd()
+    roots, missing = skill_roots(cwd, resolved.skill_dirs, home=home_folder(os.environ))
+    found = discover_skills(roots, project=project_root(cwd))
+    lines = [f"{s.name}  {s.path}" for s in found.skills if select_tools(resolved.skills, [s.name])]
+    return lines, (*missing, *found.warnings)
 
 
 def _project_mcp(resolved: ResolvedAgent, trust: bool) -> ProjectMcp:

@@ -76,11 +76,13 @@ class Discovery:
 
 
 def skill_roots(
-    cwd: Path, skill_dirs: Sequence[str] = (), *, claude: bool = True
+    cwd: Path, skill_dirs: Sequence[str] = (), *, home: Path | None = None
 ) -> tuple[tuple[Path, ...], tuple[str, ...]]:
     """The roots `discover_skills` searches, in precedence order (module docstring), and a
     warning for each `skill_dirs` entry that is not a folder. A relative entry is taken
-    against the project root (the repository root, else `cwd`), wherever it was written."""
+    against the project root (the repository root, else `cwd`), wherever it was written.
+    `home` is where `~/.claude/skills` is looked for (the session's HOME; this process's
+    when None)."""
     root = project_root(cwd)
     upward = folders_up_to_root(cwd)
     user = platformdirs.user_config_path("rawtrio") / "skills"
@@ -94,9 +96,8 @@ def skill_roots(
             warnings.append(f"skill_dirs: {entry!r} ({path}) {what}; no skills read from it")
             continue
         roots.append(path)
-    if claude:
-        roots.append(Path.home() / ".claude" / "skills")
-        roots += [folder / ".claude" / "skills" for folder in upward]
+    roots.append((home or Path.home()) / ".claude" / "skills")
+    roots += [folder / ".claude" / "skills" for folder in upward]
     # One root named twice (a `skill_dirs` entry that is `.claude/skills`, the cwd that is
     # the root) is searched once, where it first appears.
     unique = {os.path.realpath(r): r for r in reversed(roots)}

@@ -170,3 +170,52 @@ async def test_claude_code_skills_and_the_roots_rawtrio_skills_are_found_from_a_
     claude_both = repo / ".claude" / "skills" / "both" / "SKILL.md"
     rawtrio_both = repo / ".rawtrio" / "skills" / "both" / "SKILL.md"
     assert notices == (f"{claude_both}: skill 'both' is shadowed by {rawtrio_both}; skipped",)
+
+
+async def test_claude_skills_come_from_the_sessions_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a host, a session resolves against its client's environment: `~/.claude/skills`
+    is the client's HOME, not the host process's."""
+    repo = skills_in(
+        tmp_path,
+        ("client/.claude/skills/mine", "mine"),
+        ("host/.claude/skills/hosts", "hosts"),
+    )
+    monkeypatch.setenv("HOME", str(tmp_path / "host"))
+    env = {
+        "HOME": str(tmp_path / "client"),
+        "RAWTRIO_CONFIG": str(tmp_path / "user.toml"),
+        "RAWTRIO_STATE_DIR": str(tmp_path / "state"),
+        "ANTHROPIC_API_KEY": "sk-ant-test-skill-dirs",
+    }
+    args = build_parser().parse_args(["-p", "hi", "--cwd", str(repo)])
+    setup = await prepare_session(args, headless=True, env=env)
+    prompt = setup.options.system_prompt or ""
+    assert "- mine: does mine" in prompt
+    assert "hosts" not in prompt
+
+
+def test_config_check_lists_the_skills_and_what_was_shadowed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rawtrio.cli.main import run
+
+    repo = skills_in(
+        tmp_path,
+        ("work/repo/.rawtrio/skills/both", "both"),
+        ("work/repo/.claude/skills/both", "both"),
+        ("work/repo/.claude/skills/claude", "claude"),
+    )
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home" / ".config"))
+    monkeypatch.setenv("RAWTRIO_CONFIG", str(tmp_path / "user.toml"))
+    monkeypatch.setenv("RAWTRIO_STATE_DIR", str(tmp_path / "state"))
+    assert run(["config", "check"]) == 0
+    out, err = capsys.readouterr()
+    assert (
+        f"skills:\n  both  {repo / '.rawtrio/skills/both'}\n"
+        f"  claude  {repo / '.claude/skills/claude'}\n"
+    ) in out
+    assert f"skill 'both' is shadowed by {repo / '.rawtrio/skills/both/SKILL.md'}" in err
