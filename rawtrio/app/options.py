@@ -18,6 +18,7 @@ import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 import trio
 
@@ -39,7 +40,7 @@ from rawtrio.context.compaction import CompactionSettings
 from rawtrio.errors import UsageError
 from rawtrio.hooks import HookEvent, HookSpec
 from rawtrio.mcp.catalog import mcp_cache_dir
-from rawtrio.mcp.project import project_mcp
+from rawtrio.mcp.project import project_mcp, with_project_servers
 from rawtrio.permissions.policy import rules_from_config
 from rawtrio.permissions.rules import PermissionMode, Rule
 from rawtrio.redaction import LOG_FILTER
@@ -52,8 +53,13 @@ from rawtrio.skills import (
     skill_roots,
     skills_prompt,
 )
+from rawtrio.skills.tool import TOOL_ID as SKILL_TOOL_ID
 from rawtrio.tools.base import ToolSettings
 from rawtrio.tools.builtin import AVAILABLE_BUILTINS
+
+#: The tools a hook's `match` may name: the built-ins and the skill tool (MCP tools are
+#: checked against the configured servers).
+HOOKABLE_TOOL_IDS: Final = (*AVAILABLE_BUILTINS, SKILL_TOOL_ID)
 
 
 @dataclass(frozen=True)
@@ -102,6 +108,7 @@ async def prepare_session(
             shell=h.shell,
             timeout_s=h.timeout_s,
             env=await variables.environment(h.env),
+            dialect=h.dialect,
         )
         for h in resolved.hooks
     ]
@@ -200,16 +207,17 @@ def _resolve_files(args: argparse.Namespace, env: Mapping[str, str]) -> _Found:
     if not cwd.is_dir():
         raise UsageError(f"--cwd: {cwd} is not a directory")
     resolved = resolve_session_config(args, cwd, env)
-    roots, missing = skill_roots(cwd, resolved.skill_dirs, home=home_folder(env))
-    discovery = discover_skills(roots, project=project_root(cwd))
-    skills = [s for s in discovery.skills if select_tools(resolved.skills, [s.name])]
     mcp = project_mcp(
         cwd,
         resolved.loaded.config.mcp_servers,
         store=TrustStore.default(env),
         trust=bool(getattr(args, "trust", False)),
     )
-    resolved = dataclasses.replace(resolved, mcp_servers={**resolved.mcp_servers, **mcp.servers})
+    resolved = with_project_servers(resolved, mcp)
+    resolved.check_hook_matchers(HOOKABLE_TOOL_IDS)
+    roots, missing = skill_roots(cwd, resolved.skill_dirs, home=home_folder(env))
+    discovery = discover_skills(roots, project=project_root(cwd))
+    skills = [s for s in discovery.skills if select_tools(resolved.skills, [s.name])]
     warnings = (*missing, *discovery.warnings, *mcp.notices)
     return _Found(resolved, cwd, skills, warnings)
 

@@ -40,12 +40,13 @@ def main(argv: list[str]) -> int:
             return ExitCode.COMPLETED
         overrides = CliOverrides(config=args.config, agent=args.agent, trust=args.trust)
         resolved = resolve_session_config(overrides, Path.cwd(), os.environ)
-    except (ConfigError, FileExistsError) as exc:
-        print(f"rawtrio: {exc}", file=sys.stderr)
-        return ExitCode.USAGE
-    try:
+        from rawtrio.app.options import HOOKABLE_TOOL_IDS
+        from rawtrio.mcp.project import with_project_servers
+
         project = _project_mcp(resolved, args.trust)
-    except ConfigError as exc:
+        resolved = with_project_servers(resolved, project)
+        resolved.check_hook_matchers(HOOKABLE_TOOL_IDS)
+    except (ConfigError, FileExistsError) as exc:
         print(f"rawtrio: {exc}", file=sys.stderr)
         return ExitCode.USAGE
     skills, skill_notes = _skills(resolved)

@@ -98,10 +98,8 @@ def main(argv: list[str], latch: SignalLatch | None = None) -> int:
 def _resolve(args: argparse.Namespace) -> ResolvedAgent:
     """The agent, with the project's trusted `.mcp.json` servers added to the config's
     servers and to the agent's selection (as a session gets them)."""
-    import dataclasses
-
     from rawtrio.config import CliOverrides, TrustStore, resolve_session_config
-    from rawtrio.mcp.project import project_mcp
+    from rawtrio.mcp.project import project_mcp, with_project_servers
 
     overrides = CliOverrides(config=args.config, agent=args.agent, trust=args.trust)
     resolved = resolve_session_config(overrides, Path.cwd(), os.environ)
@@ -111,12 +109,7 @@ def _resolve(args: argparse.Namespace) -> ResolvedAgent:
     )
     for notice in (*resolved.notices, *project.notices):
         print(f"note: {notice}", file=sys.stderr)
-    if not project.servers:
-        return resolved
-    merged = config.model_copy(update={"mcp_servers": {**config.mcp_servers, **project.servers}})
-    loaded = dataclasses.replace(resolved.loaded, config=merged)
-    servers = {**resolved.mcp_servers, **project.servers}
-    return dataclasses.replace(resolved, loaded=loaded, mcp_servers=servers)
+    return with_project_servers(resolved, project)
 
 
 def _describe(config: McpServerConfig) -> str:

@@ -28,7 +28,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic import ValidationError
 
@@ -52,6 +52,9 @@ from rawtrio.config.schema import (
 from rawtrio.config.toml_file import TomlProblem, parse_toml
 from rawtrio.config.trust import ProjectTrust, TrustStore
 from rawtrio.config.user_path import user_config_path as user_config_path
+
+if TYPE_CHECKING:
+    from rawtrio.config.claude_settings import ClaudeSettings
 
 PROJECT_FILE: Final = Path(".rawtrio") / "config.toml"
 BUILTIN_AGENT: Final = "default"
@@ -88,6 +91,9 @@ class LoadedConfig:
     notices: tuple[str, ...] = ()
     #: Where each agent's merged permission rules came from ("FILE: agents.x.permissions[i]").
     rule_origins: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: What Claude Code's settings files add (hooks, permission rules); set by
+    #: `resolve_session_config` (rawtrio.config.claude_settings).
+    claude: ClaudeSettings | None = None
 
     def agent(self, name: str) -> AgentConfig | None:
         found = self.config.agents.get(name)

@@ -18,6 +18,7 @@ the `.mcp.json` one is reported as shadowed.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import os
 from collections.abc import Mapping
@@ -27,6 +28,7 @@ from typing import Final
 
 from rawtrio.config.errors import ConfigFileError, problem
 from rawtrio.config.loader import project_root
+from rawtrio.config.resolve import ResolvedAgent
 from rawtrio.config.safe_read import MAX_CONFIG_BYTES, UnsafeFileError, read_bounded
 from rawtrio.config.schema import McpServerConfig
 from rawtrio.config.trust import TrustStore
@@ -103,3 +105,16 @@ def project_mcp(
             continue
         servers[name] = McpServerConfig.model_validate(table)
     return ProjectMcp(file, servers, defined, True, tuple(notices))
+
+
+def with_project_servers(resolved: ResolvedAgent, project: ProjectMcp) -> ResolvedAgent:
+    """`resolved` with the project's trusted servers added to the configuration's servers
+    and to the agent's selection, as a session uses them (hook matchers, `mcp list` and
+    `mcp test` see them too)."""
+    if not project.servers:
+        return resolved
+    config = resolved.loaded.config
+    merged = config.model_copy(update={"mcp_servers": {**config.mcp_servers, **project.servers}})
+    loaded = dataclasses.replace(resolved.loaded, config=merged)
+    servers = {**resolved.mcp_servers, **project.servers}
+    return dataclasses.replace(resolved, loaded=loaded, mcp_servers=servers)
