@@ -32,6 +32,7 @@ from rawtrio.config import (
     save_allow_rule,
     select_tools,
 )
+from rawtrio.config.agents_md import NestedMemory, home_folder
 from rawtrio.config.resolve import API_KEY_ENV
 from rawtrio.config.schema import Prices
 from rawtrio.context.accounting import ModelPrices
@@ -39,6 +40,7 @@ from rawtrio.context.compaction import CompactionSettings
 from rawtrio.errors import UsageError
 from rawtrio.hooks import HookEvent, HookSpec
 from rawtrio.mcp.catalog import mcp_cache_dir
+from rawtrio.mcp.project import project_mcp, with_project_servers
 from rawtrio.permissions.policy import rules_from_config
 from rawtrio.permissions.rules import PermissionMode, Rule
 from rawtrio.redaction import LOG_FILTER
@@ -46,9 +48,9 @@ from rawtrio.runtime.prompt import BASE_PROMPT, redacted_prompt
 from rawtrio.runtime.session import SessionOptions
 from rawtrio.skills import (
     Skill,
-    default_skill_roots,
     discover_skills,
     load_skill_tool,
+    skill_roots,
     skills_prompt,
 )
 from rawtrio.skills.tool import TOOL_ID as SKILL_TOOL_ID
@@ -147,6 +149,7 @@ async def prepare_session(
         mcp_cache_dir=mcp_cache_dir(env),
         variables=variables,
         env=session_env,
+        nested_memory=_nested_memory(cwd, env, resolved),
     )
 
     async def options_for_model(name: str) -> SessionOptions:
@@ -169,6 +172,22 @@ async def prepare_session(
     )
 
 
+def _nested_memory(
+    cwd: Path, env: Mapping[str, str], resolved: ResolvedAgent
+) -> Callable[[str, Path], str | None]:
+    """Offers the memory files below `cwd` as `read_file` meets their folders, each once
+    per session (one `NestedMemory` per session id)."""
+    sessions: dict[str, NestedMemory] = {}
+
+    def offer(session_id: str, read: Path) -> str | None:
+        memory = sessions.get(session_id)
+        if memory is None:
+            memory = sessions[session_id] = NestedMemory(cwd, env, resolved.agents_md)
+        return memory.note_for(read)
+
+    return offer
+
+
 def _prices(prices: Prices | None) -> ModelPrices | None:
     if prices is None:
         return None
@@ -188,11 +207,19 @@ def _resolve_files(args: argparse.Namespace, env: Mapping[str, str]) -> _Found:
     if not cwd.is_dir():
         raise UsageError(f"--cwd: {cwd} is not a directory")
     resolved = resolve_session_config(args, cwd, env)
+    mcp = project_mcp(
+        cwd,
+        resolved.loaded.config.mcp_servers,
+        store=TrustStore.default(env),
+        trust=bool(getattr(args, "trust", False)),
+    )
+    resolved = with_project_servers(resolved, mcp)
     resolved.check_hook_matchers(HOOKABLE_TOOL_IDS)
-    extra = [Path(p).expanduser() for p in resolved.skill_dirs]
-    discovery = discover_skills(default_skill_roots(cwd, extra), project=project_root(cwd))
+    roots, missing = skill_roots(cwd, resolved.skill_dirs, home=home_folder(env))
+    discovery = discover_skills(roots, project=project_root(cwd))
     skills = [s for s in discovery.skills if select_tools(resolved.skills, [s.name])]
-    return _Found(resolved, cwd, skills, discovery.warnings)
+    warnings = (*missing, *discovery.warnings, *mcp.notices)
+    return _Found(resolved, cwd, skills, warnings)
 
 
 def _rule_saver(

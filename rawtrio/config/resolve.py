@@ -204,7 +204,8 @@ class ResolvedAgent:
         return self.loaded.notices + self.agents_md.notices + model + claude
 
     def system_prompt(self, base: str) -> str:
-        """Base prompt + agent prompt + AGENTS.md, fixed when the session is created."""
+        """Base prompt + agent prompt + project memory (AGENTS.md, CLAUDE.md), fixed when
+        the session is created."""
         parts = [] if self.replace_base_prompt and self.agent_prompt else [base]
         if self.agent_prompt:
             parts.append(self.agent_prompt.strip())
@@ -291,9 +292,9 @@ class ResolvedAgent:
                 f"{f.kind} {f.path}" + ("" if f.trusted else " (not trusted)") for f in claude.files
             ]
             lines.append("Claude Code settings: " + "; ".join(shown))
-        lines.append(
-            "AGENTS.md: " + (", ".join(str(f.path) for f in self.agents_md.files) or "none")
-        )
+        memory = self.agents_md.files
+        lines.append("project memory (AGENTS.md, CLAUDE.md):" + ("" if memory else " none"))
+        lines.extend(f"  {f.label()}" for f in memory)
         files = [f"{layer.kind} {layer.path}" for layer in self.loaded.layers]
         lines.append("config files: " + ("; ".join(files) or "none (built-in defaults)"))
         lines.extend(f"note: {n}" for n in self.notices)
@@ -404,7 +405,7 @@ def resolve_agent(
         model=_resolve_model(loaded, agent.model, cli, env),
         agent_prompt=prompt,
         replace_base_prompt=agent.replace_base_prompt,
-        agents_md=find_agents_files(cwd),
+        agents_md=find_agents_files(cwd, env),
         tools=tuple(agent.tools),
         permission_rules=(*claude.rules, *agent.permissions),
         rule_origins=(*claude.rule_origins, *own_rules),

@@ -8,7 +8,8 @@ cancellation cut. The loop sees its session only as a `TurnHost` (rawtrio.runtim
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -214,6 +215,8 @@ async def run_call(host: TurnHost, turn: Turn, call: ToolCall) -> ToolResult:
     )
     images = output.images  # the handler's; hooks add text only
     output = await gate.after(host, turn, call, tool, output, hook_context)
+    if tool.id == "read_file" and output.status is ToolStatus.OK:
+        output = await with_nested_memory(host, args, output)
     return ToolResult(
         call.id,
         call.name,
@@ -223,6 +226,24 @@ async def run_call(host: TurnHost, turn: Turn, call: ToolCall) -> ToolResult:
         details=output.details,
         images=images,
     )
+
+
+async def with_nested_memory(host: TurnHost, args: Any, output: ToolOutput) -> ToolOutput:
+    """`read_file`'s result with the project memory of the folders it read in, the first
+    time each file is met in the session (Claude Code's nested CLAUDE.md)."""
+    offer = host.options.nested_memory
+    if offer is None or not isinstance(args, dict):
+        return output
+    requests = args.get("files") if "files" in args else [args]
+    paths = [Path(str(r["path"])) for r in requests or () if isinstance(r, dict) and "path" in r]
+
+    def find() -> list[str]:
+        return [n for p in paths if (n := offer(host.id, p)) is not None]
+
+    notes = await trio.to_thread.run_sync(find, abandon_on_cancel=True)
+    if not notes:
+        return output
+    return ToolOutput(output.status, "\n\n".join([output.content, *notes]), output.details)
 
 
 class LiveOutput:
