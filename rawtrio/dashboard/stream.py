@@ -65,7 +65,7 @@ def sse(event: str, data: Any, event_id: int | None = None) -> bytes:
 PING: Final = b": ping\n\n"
 
 
-class _NoRequests:
+class NoRequests:
     """The watcher peer's dispatcher: a page sends nothing on its stream."""
 
     async def handle_request(self, peer: Peer, method: str, params: Any, ready: Ready) -> Any:
@@ -78,7 +78,7 @@ class _NoRequests:
         return False
 
 
-class _SseTransport:
+class SseTransport:
     """The watcher peer's transport: each `_rawtrio/event` notification becomes one SSE
     message on `out`; `aclose` ends `out` (the stream then resyncs or ends)."""
 
@@ -182,7 +182,7 @@ class EventStream:
     async def _watch(self, live: LiveSession) -> None:
         """Follow the live session as a watcher until it closes or the page falls behind."""
         out, frames = trio.open_memory_channel[tuple[int, bytes]](_BUFFER)
-        peer = Peer(_SseTransport(out), _NoRequests(), name="dashboard stream", outbox=OUTBOX)
+        peer = Peer(SseTransport(out), NoRequests(), name="dashboard stream", outbox=OUTBOX)
         key = id(peer)
         self.backend.stream_peers.add(key)
         try:

@@ -17,7 +17,7 @@ import trio.testing
 from rawtrio import events as ev
 from rawtrio.acp.jsonrpc import Peer
 from rawtrio.acp.live import LiveSession
-from rawtrio.dashboard.stream import _NoRequests, _SseTransport
+from rawtrio.dashboard.stream import NoRequests, SseTransport
 from rawtrio.runtime.subscribers import SubscriberHub
 
 
@@ -53,7 +53,7 @@ async def test_live_events_during_the_replay_come_after_the_stored_ones() -> Non
     session = SlowStoreSession([notice(1), notice(2)])
     live = LiveSession(cast("Any", session), permission_timeout_s=60)
     out, frames = trio.open_memory_channel[tuple[int, bytes]](100)
-    peer = Peer(_SseTransport(out), _NoRequests(), name="test")
+    peer = Peer(SseTransport(out), NoRequests(), name="test")
     async with trio.open_nursery() as nursery:
         await nursery.start(live.run)
         nursery.start_soon(peer.run)
