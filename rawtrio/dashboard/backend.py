@@ -395,8 +395,8 @@ class Backend:
     async def _follow_turn(self, live: LiveSession, op: Operation) -> None:
         assert op.turn_id is not None
         try:
-            ended = await live.wait_ended(op.turn_id)
-        except KeyError:  # ended before this server knew it (a repeated request id)
+            ended = await live.session.wait_turn(op.turn_id)
+        except KeyError:  # ended before this server knew it (a request id the store knew)
             op.end(None, "the turn ended before this server followed it: see the history")
         except Exception as exc:  # the store failed meanwhile: the turn's end is unknown
             log.exception("following turn %s failed", op.turn_id)
