@@ -44,3 +44,19 @@ def test_a_busy_port_is_exit_1_and_a_bad_one_exit_2(tmp_path: Path, model: FakeM
     done = run_rawtrio(iso, "dashboard", "--port", "70000", env=env)
     assert done.returncode == 2
     assert "--port" in done.stderr
+
+
+def test_without_an_api_key_a_new_session_is_503_saying_what_to_set(
+    tmp_path: Path, model: FakeModelServer
+) -> None:
+    iso = Isolation(tmp_path)
+    dash = Dashboard.start(iso, model.base_url, env={"ANTHROPIC_API_KEY": ""})
+    try:
+        r = dash.client.post("/api/sessions", json={})
+        assert r.status_code == 503, r.text
+        error = r.json()["error"]
+        assert error["code"] == "not_configured"
+        assert "ANTHROPIC_API_KEY" in error["message"]
+        assert dash.ok("GET", "/api/sessions") == {"sessions": [], "next_cursor": None}
+    finally:
+        assert dash.stop() == 0
