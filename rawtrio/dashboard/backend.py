@@ -109,7 +109,9 @@ class Backend:
         self.max_body_bytes = max_body_bytes
         self.operations = Operations()
         self._nursery = nursery
-        #: Event streams open now, and the peers they watch sessions with (by `id`).
+        #: Requests being answered, event streams open now, and the peers those watch
+        #: sessions with (by `id`): a host is not idle while any is there.
+        self.requests = 0
         self.streams = 0
         self.stream_peers: set[int] = set()
 
