@@ -72,11 +72,34 @@ def test_a_stored_session_streams_once_it_is_opened_again(dash: Dashboard, work:
     with dash.stream(sid, last_event_id=0) as stream:
         assert stream.wait_event("hello").data["live"] is False
         stream.wait_event("turn_ended")  # the stored history first
-        dash.submit(sid, "say hello again")  # opens it: the stream goes on live
+        # Opening it for a turn that stays live (a tool that sleeps): the stream goes on live.
+        receipt = dash.submit(sid, "sleep a while")
         stream.wait_for(lambda m: m.event == "state" and m.data["live"], "state: live")
-        stream.wait_event("turn_ended")
+        stream.wait_event("tool_call_started")
+        dash.ok("POST", f"/api/operations/{receipt['operation_id']}/cancel", 202)
+        assert stream.wait_event("turn_ended").data["outcome"] == "cancelled"
         seqs = [e["seq"] for e in stream.events()]
     assert seqs == list(range(1, len(seqs) + 1))
+    assert seqs[-1] == dash.history(sid)[-1]["seq"]
+
+
+def test_a_session_live_for_less_than_a_poll_still_reaches_the_stream(
+    dash: Dashboard, work: Path
+) -> None:
+    sid = dash.new_session(work)["id"]
+    dash.wait_ended(dash.submit(sid, "say hello")["operation_id"])
+
+    def closed() -> bool:
+        return dash.ok("GET", f"/api/sessions/{sid}")["live"] is False
+
+    wait_until(closed, "the session to close with no front end on it")
+    with dash.stream(sid) as stream:
+        after = stream.wait_event("hello").data["after"]
+        # A quick turn: the session may open, run and close between two looks.
+        dash.wait_ended(dash.submit(sid, "say hello again")["operation_id"])
+        stream.wait_event("turn_ended")
+        seqs = [e["seq"] for e in stream.events()]
+    assert seqs == list(range(after + 1, after + 1 + len(seqs)))
     assert seqs[-1] == dash.history(sid)[-1]["seq"]
 
 
