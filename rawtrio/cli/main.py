@@ -38,7 +38,8 @@ def build_parser() -> argparse.ArgumentParser:
         "(rawtrio sessions --help). Configuration: rawtrio config {check,init}. "
         "MCP servers: rawtrio mcp {list,test,import}. "
         "Editors (Agent Client Protocol): rawtrio acp [--ws]. "
-        "The host front ends attach to: rawtrio serve [--detach|--status|--stop].",
+        "The host front ends attach to: rawtrio serve [--detach|--status|--stop]. "
+        "Browser dashboard: rawtrio dashboard, rawtrio serve --dashboard.",
     )
     p.add_argument("-V", "--version", action="version", version=f"rawtrio {__version__}")
     p.add_argument(
@@ -133,6 +134,10 @@ def run(argv: list[str] | None = None, latch: SignalLatch | None = None) -> int:
         from rawtrio.acp.cli import main as acp_main
 
         return acp_main(argv[1:], latch)
+    if argv[:1] == ["dashboard"]:  # `rawtrio dashboard`: the browser front end
+        from rawtrio.dashboard.cli import main as dashboard_main
+
+        return dashboard_main(argv[1:], latch)
     if argv[:1] == ["serve"]:  # `rawtrio serve`: the host front ends attach to
         from rawtrio.cli.serve import main as serve_main
 
