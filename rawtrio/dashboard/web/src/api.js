@@ -15,7 +15,7 @@ export function takeTokenFromLocation() {
   const session = params.get("s");
   if (found) token = found;
   history.replaceState(null, "", location.pathname + (session ? `#s=${encodeURIComponent(session)}` : ""));
-  return session;
+  return { session, found: Boolean(found) };
 }
 
 /** Accept a pasted dashboard URL (`http://…/#token=T`) or a bare token. */

@@ -2,7 +2,7 @@
 // and context fill, the transcript, the prompt box with its queue and the cancel button).
 import { Component, createRef } from "preact";
 import { html } from "./html.js";
-import { api, ApiError, hasToken, newRequestId, setTokenFrom } from "./api.js";
+import { api, ApiError, hasToken, newRequestId, setTokenFrom, takeTokenFromLocation } from "./api.js";
 import { OpenSession } from "./session.js";
 import { TranscriptItems } from "./transcript.js";
 import { loadPrefs, savePrefs } from "./prefs.js";
@@ -114,11 +114,22 @@ export class App extends Component {
   componentDidMount() {
     this.applyTheme();
     if (this.state.phase === "loading") this.start();
+    // The URL pasted into this tab's address bar again (after a reload, or a new token
+    // after a server restart) changes only the fragment: no page load, so listen for it.
+    this.onHash = () => {
+      const { session, found } = takeTokenFromLocation();
+      if (!found) return;
+      if (session) this.wanted = session;
+      this.setState({ phase: "loading" });
+      this.start();
+    };
+    window.addEventListener("hashchange", this.onHash);
     this.timer = setInterval(() => this.everySecond(), 1000);
     this.lister = setInterval(() => this.refreshList(), LIST_REFRESH_MS);
   }
 
   componentWillUnmount() {
+    window.removeEventListener("hashchange", this.onHash);
     clearInterval(this.timer);
     clearInterval(this.lister);
     if (this.open) this.open.close();
@@ -138,23 +149,29 @@ export class App extends Component {
   async start() {
     try {
       const boot = await api.bootstrap();
+      this.ready = true;
       this.setState({ boot, phase: "ready" });
       await this.refreshList();
-      const wanted = this.props.initialSession || this.prefs.lastSession;
-      if (this.open) this.open.reconnect();
-      else if (wanted && this.state.sessions.some((s) => s.id === wanted)) await this.openSession(wanted);
-      else if (wanted && this.props.initialSession) await this.openSession(wanted);
+      const named = this.wanted || this.props.initialSession;
+      const wanted = named || this.prefs.lastSession;
+      this.wanted = null;
+      if (this.open && (!named || named === this.open.id)) this.open.reconnect();
+      else if (wanted && (named || this.state.sessions.some((s) => s.id === wanted))) await this.openSession(wanted);
     } catch (err) {
       if (err instanceof ApiError && err.status === 401) {
+        this.ready = false;
         this.setState({ phase: "token", tokenReason: "The token was refused: the server may have restarted. Paste the new URL it printed." });
       } else this.setState({ phase: "ready", error: err.message });
     }
   }
 
   async refreshList(more = false) {
-    if (this.state.phase !== "ready" || (document.hidden && !more)) return;
+    if (!this.ready || (document.hidden && !more)) return;
     try {
       const page = await api.sessions({ q: this.state.query || undefined, cursor: more ? this.state.nextCursor : undefined });
+      const open = this.open;
+      const mine = open && open.detail && page.sessions.find((x) => x.id === open.id);
+      if (mine && mine.title !== open.detail.title) open.detail = { ...open.detail, title: mine.title };
       this.setState({
         sessions: more ? [...this.state.sessions, ...page.sessions] : page.sessions,
         nextCursor: page.next_cursor,
@@ -165,6 +182,7 @@ export class App extends Component {
   }
 
   tokenRefused() {
+    this.ready = false;
     this.setState({ phase: "token", tokenReason: "The token was refused: the server restarted. Paste the new URL it printed; the open session continues where it stopped." });
   }
 

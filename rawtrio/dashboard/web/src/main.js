@@ -4,6 +4,5 @@ import { takeTokenFromLocation } from "./api.js";
 import { App } from "./app.js";
 import "./app.css";
 
-const initialSession = takeTokenFromLocation()
-  ?? new URLSearchParams(location.hash.replace(/^#/, "")).get("s");
+const initialSession = takeTokenFromLocation().session;
 render(html`<${App} initialSession=${initialSession} />`, document.getElementById("app"));
