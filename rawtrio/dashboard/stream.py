@@ -13,7 +13,9 @@ One stream follows one session for one page, through whatever happens to the ses
 - while it is not live (stored only, or closed because no front end was left), the
   stream sends what the store has after the last event sent, then looks every
   `_POLL_S` for the session to become live again (a prompt from this page, an editor
-  or a terminal attached to the same host), and says so with a `state` message;
+  or a terminal attached to the same host), and says so with a `state` message; every
+  `_STORE_EVERY` polls it also asks the store for events it missed (a session live for
+  less than a poll);
 - a deleted session ends the stream with a `deleted` message.
 
 `: ping` comments go out every `heartbeat_s` when nothing else did. The stream ends when
@@ -43,6 +45,8 @@ log = logging.getLogger(__name__)
 
 #: How often a stream of a session that is not live looks whether it became live.
 _POLL_S: Final = 0.2
+#: Every how many polls it also asks the store whether events were added meanwhile.
+_STORE_EVERY: Final = 5
 #: SSE messages waiting to be written to the page before the watcher's queue is used.
 _BUFFER: Final = 64
 #: A watcher's queue: events the page may be behind by before it is cut off.
@@ -61,7 +65,7 @@ def sse(event: str, data: Any, event_id: int | None = None) -> bytes:
 PING: Final = b": ping\n\n"
 
 
-class _NoRequests:
+class NoRequests:
     """The watcher peer's dispatcher: a page sends nothing on its stream."""
 
     async def handle_request(self, peer: Peer, method: str, params: Any, ready: Ready) -> Any:
@@ -74,7 +78,7 @@ class _NoRequests:
         return False
 
 
-class _SseTransport:
+class SseTransport:
     """The watcher peer's transport: each `_rawtrio/event` notification becomes one SSE
     message on `out`; `aclose` ends `out` (the stream then resyncs or ends)."""
 
@@ -156,23 +160,29 @@ class EventStream:
             await self._wait_live()
 
     async def _wait_live(self) -> None:
-        """Until the session is live here (pinging meanwhile), or it is gone."""
-        waited = 0.0
+        """Until the session is live here, the store has events the page has not seen
+        (the session was live for less than a poll, say), or it is gone; pinging
+        meanwhile."""
+        polls = 0
+        quiet = 0.0
         while self.backend.live(self.session_id) is None:
             await trio.sleep(_POLL_S)
-            waited += _POLL_S
-            if waited >= self.backend.heartbeat_s:
+            polls += 1
+            quiet += _POLL_S
+            if quiet >= self.backend.heartbeat_s:
                 await self.write(PING)
-                waited = 0.0
-                try:  # deleted meanwhile?
-                    await self.backend.runtime.get_session(self.session_id)
+                quiet = 0.0
+            if polls % _STORE_EVERY == 0:
+                try:
+                    if await self.backend.runtime.last_seq(self.session_id) > self.last:
+                        return
                 except UnknownSession:
                     return
 
     async def _watch(self, live: LiveSession) -> None:
         """Follow the live session as a watcher until it closes or the page falls behind."""
         out, frames = trio.open_memory_channel[tuple[int, bytes]](_BUFFER)
-        peer = Peer(_SseTransport(out), _NoRequests(), name="dashboard stream", outbox=OUTBOX)
+        peer = Peer(SseTransport(out), NoRequests(), name="dashboard stream", outbox=OUTBOX)
         key = id(peer)
         self.backend.stream_peers.add(key)
         try:

@@ -14,6 +14,7 @@ import os
 import queue
 import re
 import signal
+import socket
 import subprocess
 import threading
 import time
@@ -174,6 +175,7 @@ class SseReader:
         self.error: BaseException | None = None
         self._stop = threading.Event()
         self._ready = threading.Event()
+        self._socket: socket.socket | None = None
         self._client = client
         self._path = path
         self._headers = dict(headers)
@@ -188,6 +190,8 @@ class SseReader:
         try:
             with self._client.stream("GET", self._path, headers=self._headers) as r:
                 self.status = r.status_code
+                stream = r.extensions.get("network_stream")
+                self._socket = stream.get_extra_info("socket") if stream is not None else None
                 self._ready.set()
                 if r.status_code != 200:
                     r.read()
@@ -247,7 +251,12 @@ class SseReader:
         return [m.data for m in self.messages if m.id is not None]
 
     def close(self) -> None:
+        """Leave the stream as a page does: the connection goes away."""
         self._stop.set()
+        if self._socket is not None:
+            with contextlib.suppress(OSError):
+                self._socket.shutdown(socket.SHUT_RDWR)
+        self._thread.join(LIVENESS_S)
 
     def __enter__(self) -> SseReader:
         return self
