@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+import socket
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -335,3 +336,42 @@ def test_no_secret_reaches_the_page_the_stream_or_the_storage(
         assert re.search(r"rawtrio\.dashboard\.prefs", stored)
     finally:
         running.stop()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def test_the_page_carries_on_after_the_server_restarts(
+    place: Place, browser: BrowserContext
+) -> None:
+    port = str(free_port())
+    first = Dashboard.start(place, "--dashboard-port", port, host=True)
+    try:
+        page = open_page(browser, first)
+        send_prompt(page, "hello before the restart")
+        wait_turn_ended(page)
+        session = current_session(page)
+    finally:
+        first.stop()
+    # The stream dropped: the page says so and keeps trying.
+    page.locator('[data-part="reconnecting"]').wait_for()
+    second = Dashboard.start(place, "--dashboard-port", port, host=True)
+    try:
+        assert second.token != first.token
+        # The new server refuses the old token: the page asks for the new address, which
+        # the user pastes into the same tab (only the fragment changes: no page load).
+        page.locator(".token-screen").wait_for()
+        page.evaluate("url => { location.href = url; }", second.url)
+        page.locator('[data-part="connection"]', has_text="stored").wait_for()
+        assert current_session(page) == session
+        # The transcript it had is still there, once, and the session goes on.
+        send_prompt(page, "use a tool")
+        wait_turn_ended(page, 2)
+        assert items(page, "user").count() == 2
+        assert "The tool said tool-output." in items(page, "message").last.inner_text()
+    finally:
+        second.stop()

@@ -106,6 +106,8 @@ export class App extends Component {
       draft: "",
     };
     this.open = null;
+    /** a session to open once started (named in the URL) */
+    this.wanted = props.initialSession || null;
     this.frame = 0;
     this.scroller = createRef();
     this.stick = true;
@@ -120,6 +122,7 @@ export class App extends Component {
       const { session, found } = takeTokenFromLocation();
       if (!found) return;
       if (session) this.wanted = session;
+      else if (this.open) history.replaceState(null, "", `${location.pathname}#s=${encodeURIComponent(this.open.id)}`);
       this.setState({ phase: "loading" });
       this.start();
     };
@@ -151,12 +154,19 @@ export class App extends Component {
       const boot = await api.bootstrap();
       this.ready = true;
       this.setState({ boot, phase: "ready" });
-      await this.refreshList();
-      const named = this.wanted || this.props.initialSession;
-      const wanted = named || this.prefs.lastSession;
+      const named = this.wanted;
       this.wanted = null;
-      if (this.open && (!named || named === this.open.id)) this.open.reconnect();
-      else if (wanted && (named || this.state.sessions.some((s) => s.id === wanted))) await this.openSession(wanted);
+      if (this.open && (!named || named === this.open.id)) {
+        this.open.reconnect();
+        await this.refreshList();
+      } else if (named) {
+        // A session named in the URL opens at once, beside the list (first paint first).
+        await Promise.all([this.openSession(named), this.refreshList()]);
+      } else {
+        const sessions = await this.refreshList();
+        const last = this.prefs.lastSession;
+        if (last && sessions.some((s) => s.id === last)) await this.openSession(last);
+      }
     } catch (err) {
       if (err instanceof ApiError && err.status === 401) {
         this.ready = false;
@@ -166,18 +176,18 @@ export class App extends Component {
   }
 
   async refreshList(more = false) {
-    if (!this.ready || (document.hidden && !more)) return;
+    if (!this.ready || (document.hidden && !more)) return this.state.sessions;
     try {
       const page = await api.sessions({ q: this.state.query || undefined, cursor: more ? this.state.nextCursor : undefined });
       const open = this.open;
       const mine = open && open.detail && page.sessions.find((x) => x.id === open.id);
       if (mine && mine.title !== open.detail.title) open.detail = { ...open.detail, title: mine.title };
-      this.setState({
-        sessions: more ? [...this.state.sessions, ...page.sessions] : page.sessions,
-        nextCursor: page.next_cursor,
-      });
+      const sessions = more ? [...this.state.sessions, ...page.sessions] : page.sessions;
+      this.setState({ sessions, nextCursor: page.next_cursor });
+      return sessions;
     } catch (err) {
       if (err.status === 401) this.tokenRefused();
+      return this.state.sessions;
     }
   }
 
