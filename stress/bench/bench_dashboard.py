@@ -88,7 +88,8 @@ SCENARIO: Final[dict[str, Any]] = {
 }
 
 #: Added to every page by Playwright (not an inline script: the CSP does not apply).
-#: `window.__paints`: [wall-clock ms, highest marker on screen] per frame after a change;
+#: `window.__paints`: [wall-clock ms, highest marker in the last reply, replies on screen]
+#: per frame after a change;
 #: `window.__firstItem`: ms since navigation start of the frame after the first item.
 OBSERVER: Final = """
 (() => {
@@ -105,7 +106,7 @@ OBSERVER: Final = """
     const last = msgs.length ? msgs[msgs.length - 1].textContent : '';
     const all = last.match(/m(\\d{4})/g);
     const top = all ? Number(all[all.length - 1].slice(1)) : -1;
-    window.__paints.push([performance.timeOrigin + t, top]);
+    window.__paints.push([performance.timeOrigin + t, top, msgs.length]);
   };
   new MutationObserver(() => {
     if (!pending) { pending = true; requestAnimationFrame(seen); }
@@ -288,17 +289,19 @@ def delta_to_paint(browser: Any, url: str, runs: int) -> list[float]:
     out: list[float] = []
     for run in range(runs):
         page.evaluate("window.__paints = []")
+        before = int(page.evaluate("document.querySelectorAll('[data-kind=\"message\"]').length"))
         box = page.get_by_label("Prompt")
         box.fill(f"stream markers {run}")
         box.press("Enter")
-        wait_js(page, f"window.__paints.some(p => p[1] >= {STREAM_DELTAS - 1})")
+        done = f"window.__paints.some(p => p[2] > {before} && p[1] >= {STREAM_DELTAS - 1})"
+        wait_js(page, done)
         wait_idle(url, session_id)
         paints: list[list[float]] = page.evaluate("window.__paints")
         history = api(url, "GET", f"/api/sessions/{session_id}/history?limit=100")["events"]
         this_turn = [e for e in history if e["type"] == "text_delta"][::-1][-STREAM_DELTAS:]
         for event in this_turn:
             marker = int(event["text"].strip()[1:])
-            painted = next((t for t, top in paints if top >= marker), None)
+            painted = next((t for t, top, n in paints if n > before and top >= marker), None)
             if painted is not None:
                 out.append(painted - event["ts"] * 1000)
     page.close()

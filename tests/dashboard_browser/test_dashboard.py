@@ -375,3 +375,20 @@ def test_the_page_carries_on_after_the_server_restarts(
         assert "The tool said tool-output." in items(page, "message").last.inner_text()
     finally:
         second.stop()
+
+
+def test_the_header_renames_the_session_and_sets_its_mode(
+    dashboard: Dashboard, browser: BrowserContext
+) -> None:
+    page = open_page(browser, dashboard)
+    send_prompt(page, "hello there")
+    wait_turn_ended(page)
+    page.locator("h2.title").dblclick()
+    title = page.get_by_label("Session title")
+    title.fill("renamed from the page")
+    title.press("Enter")
+    page.locator(".sessions li", has_text="renamed from the page").wait_for()
+    page.get_by_label("Permission mode").select_option("plan")
+    page.locator('[data-kind="mode"]', has_text="plan").wait_for()
+    detail = dashboard.api("GET", f"/api/sessions/{current_session(page)}")
+    assert (detail["title"], detail["mode"]) == ("renamed from the page", "plan")

@@ -152,6 +152,7 @@ export class App extends Component {
   async start() {
     try {
       const boot = await api.bootstrap();
+      this.boot = boot;
       this.ready = true;
       this.setState({ boot, phase: "ready" });
       const named = this.wanted;
@@ -209,7 +210,8 @@ export class App extends Component {
   async openSession(id) {
     if (this.open) this.open.close();
     this.stick = true;
-    const session = new OpenSession(id, (event) => this.changed(session, event));
+    const heartbeat = this.boot && this.boot.limits ? this.boot.limits.heartbeat_s : 15;
+    const session = new OpenSession(id, (event) => this.changed(session, event), heartbeat);
     this.open = session;
     this.setPrefs({ lastSession: id });
     history.replaceState(null, "", `${location.pathname}#s=${encodeURIComponent(id)}`);
@@ -322,6 +324,15 @@ export class App extends Component {
     }
   }
 
+  async setMode(mode) {
+    if (!this.open) return;
+    try {
+      this.open.detail = await api.setMode(this.open.id, mode);
+    } catch (err) {
+      this.setState({ error: err.message });
+    }
+  }
+
   async rename() {
     const input = this.renameInput;
     if (!input || !this.open) return;
@@ -382,6 +393,11 @@ export class App extends Component {
               <span class=${`conn conn-${conn}`} data-part="connection" title=${s.connectionDetail}>${
                 conn === "open" ? (s.live ? (running ? "running" : "live") : "stored") : conn}</span>
               <span class="model">${(t && t.model) || s.detail.model || ""}</span>
+              ${this.boot && this.boot.modes ? html`
+                <select class="mode-select" aria-label="Permission mode" value=${(t && t.mode) || s.detail.mode || "default"}
+                        onChange=${(e) => this.setMode(e.target.value)}>
+                  ${this.boot.modes.map((m) => html`<option value=${m}>${m}</option>`)}
+                </select>` : null}
             </div>
             <${UsageBar} usage=${usage} context=${context} />` : html`<div class="title-row"><h2 class="title">New session</h2></div>`}
         </header>

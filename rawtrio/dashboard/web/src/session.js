@@ -6,7 +6,8 @@ import { Transcript } from "./view.js";
 const PAGE = 100;
 
 export class OpenSession {
-  constructor(id, onChange) {
+  constructor(id, onChange, heartbeatS = 15) {
+    this.idleMs = Math.max(5, heartbeatS) * 2500;
     this.id = id;
     this.onChange = onChange;
     /** events loaded so far, oldest first (history pages, then live) */
@@ -39,6 +40,7 @@ export class OpenSession {
     followSession(this.id, {
       lastEventId: this.transcript.lastSeq >= 0 ? this.transcript.lastSeq : afterSeq,
       signal: this.abort.signal,
+      idleMs: this.idleMs,
       onState: (state, detail) => {
         this.connection = state;
         this.connectionDetail = detail;

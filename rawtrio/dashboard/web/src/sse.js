@@ -9,17 +9,28 @@ const MAX_BACKOFF_MS = 5000;
 
 /**
  * Follow `url` until `signal` aborts. `onEvent({id, event, data})` for each event,
- * `onState("open" | "reconnecting", detail)` when the connection changes. `lastEventId`
- * starts the stream after that id (the newest event already shown).
+ * `onState("open" | "reconnecting" | "failed", detail)` when the connection changes.
+ * `lastEventId` starts the stream after that id (the newest event already shown).
+ * `idleMs`: a stream silent for this long (the server pings every `heartbeat_s`) is taken
+ * for dead — a suspended laptop, a half-open socket — and opened again.
  */
-export async function followEvents(url, { headers, lastEventId, onEvent, onState, signal }) {
+export async function followEvents(url, { headers, lastEventId, onEvent, onState, signal, idleMs = 40000 }) {
   let lastId = lastEventId ?? "";
   let backoff = 250;
   while (!signal.aborted) {
+    const attempt = new AbortController();
+    const stop = () => attempt.abort();
+    signal.addEventListener("abort", stop, { once: true });
+    let watchdog = 0;
+    const alive = () => {
+      clearTimeout(watchdog);
+      watchdog = setTimeout(() => attempt.abort(), idleMs);
+    };
     try {
       const h = { ...headers(), Accept: "text/event-stream" };
       if (lastId !== "") h["Last-Event-ID"] = String(lastId);
-      const response = await fetch(url, { headers: h, signal, cache: "no-store" });
+      alive();
+      const response = await fetch(url, { headers: h, signal: attempt.signal, cache: "no-store" });
       if (response.status === 401 || response.status === 403 || response.status === 404) {
         onState("failed", `${response.status}`);
         return;
@@ -27,7 +38,7 @@ export async function followEvents(url, { headers, lastEventId, onEvent, onState
       if (!response.ok || !response.body) throw new Error(`HTTP ${response.status}`);
       onState("open", "");
       backoff = 250;
-      for await (const ev of parseStream(response.body, signal)) {
+      for await (const ev of parseStream(response.body, attempt.signal, alive)) {
         if (ev.id !== null) lastId = ev.id;
         if (ev.data !== null) onEvent(ev);
       }
@@ -37,6 +48,9 @@ export async function followEvents(url, { headers, lastEventId, onEvent, onState
       onState("reconnecting", String(err && err.message ? err.message : err));
       await sleep(backoff, signal);
       backoff = Math.min(backoff * 2, MAX_BACKOFF_MS);
+    } finally {
+      clearTimeout(watchdog);
+      signal.removeEventListener("abort", stop);
     }
   }
 }
@@ -48,7 +62,7 @@ function sleep(ms, signal) {
   });
 }
 
-async function* parseStream(body, signal) {
+async function* parseStream(body, signal, alive) {
   const reader = body.pipeThrough(new TextDecoderStream()).getReader();
   const abort = () => reader.cancel().catch(() => {});
   signal.addEventListener("abort", abort, { once: true });
@@ -58,6 +72,7 @@ async function* parseStream(body, signal) {
     for (;;) {
       const { value, done } = await reader.read();
       if (done) return;
+      alive();
       buffer += value;
       let nl;
       while ((nl = buffer.search(/\r\n|\r|\n/)) >= 0) {
