@@ -109,7 +109,9 @@ class Backend:
         self.max_body_bytes = max_body_bytes
         self.operations = Operations()
         self._nursery = nursery
-        #: Event streams open now, and the peers they watch sessions with (by `id`).
+        #: Requests being answered, event streams open now, and the peers those watch
+        #: sessions with (by `id`): a host is not idle while any is there.
+        self.requests = 0
         self.streams = 0
         self.stream_peers: set[int] = set()
 
@@ -395,8 +397,8 @@ class Backend:
     async def _follow_turn(self, live: LiveSession, op: Operation) -> None:
         assert op.turn_id is not None
         try:
-            ended = await live.wait_ended(op.turn_id)
-        except KeyError:  # ended before this server knew it (a repeated request id)
+            ended = await live.session.wait_turn(op.turn_id)
+        except KeyError:  # ended before this server knew it (a request id the store knew)
             op.end(None, "the turn ended before this server followed it: see the history")
         except Exception as exc:  # the store failed meanwhile: the turn's end is unknown
             log.exception("following turn %s failed", op.turn_id)

@@ -63,10 +63,13 @@ class DashboardInfo:
 
 def _endpoint(backend: Backend, ep: Endpoint) -> Any:
     async def serve(request: Request) -> Response:
+        backend.requests += 1
         try:
             return await ep.handler(backend, request)
         except ApiError as exc:
             return exc.response()
+        finally:
+            backend.requests -= 1
 
     serve.__name__ = ep.name
     return serve

@@ -296,8 +296,10 @@ class Host:
                 await self._no_connection.wait()
 
     def idle(self) -> bool:
-        """No connection, no dashboard page following a session, no running turn."""
-        pages = self.dashboard.streams if self.dashboard is not None else 0
+        """No connection, no dashboard request or page following a session, no running
+        turn."""
+        page = self.dashboard
+        pages = page.streams + page.requests if page is not None else 0
         return (
             self.connections == 0
             and pages == 0

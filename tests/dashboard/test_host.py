@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import signal
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -128,3 +129,23 @@ def test_a_headless_run_on_the_host_is_seen_and_cancelled_from_the_page(
     finally:
         if run.proc.poll() is None:
             run.kill()
+
+
+def test_an_open_page_keeps_the_host_from_idling_out(place: Place) -> None:
+    proc = HostProcess.start(place, "--idle-exit", "3", "--dashboard")
+    try:
+        proc.wait_registered()
+        dash = Dashboard.from_log(proc.log, proc.proc)
+        try:
+            sid = dash.new_session(place.iso.cwd)["id"]
+            with dash.stream(sid) as stream:
+                stream.wait_event("hello")
+                time.sleep(9)  # three idle timeouts: a page is a client
+                assert proc.proc.poll() is None, proc.output()
+        finally:
+            dash.client.close()
+        assert proc.wait_exit() == 0  # once the page left, the idle timer ends it
+        assert "idle for 3 s" in proc.output()
+    finally:
+        if proc.proc.poll() is None:
+            proc.kill()

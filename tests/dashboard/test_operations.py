@@ -11,8 +11,9 @@ from pathlib import Path
 import httpx2
 import psutil
 
+from rawtrio.testing.fake_model import FakeModelServer
 from tests.dashboard.support import Dashboard
-from tests.headless.support import wait_until
+from tests.headless.support import Isolation, wait_until
 
 
 def session_processes(session_id: str) -> list[psutil.Process]:
@@ -149,3 +150,26 @@ def test_compact_is_an_operation_too(dash: Dashboard, work: Path) -> None:
     )
     types = [e["type"] for e in dash.history(sid)]
     assert "compaction_ended" in types
+
+
+def test_a_request_id_sent_again_after_a_restart_starts_nothing(
+    tmp_path: Path, model: FakeModelServer
+) -> None:
+    iso = Isolation(tmp_path)
+    body = {"client_request_id": str(uuid.uuid4()), "text": "say hello"}
+    first = Dashboard.start(iso, model.base_url)
+    try:
+        sid = first.new_session(iso.cwd)["id"]
+        receipt = first.ok("POST", f"/api/sessions/{sid}/turns", 202, json=body)
+        first.wait_ended(receipt["operation_id"])
+    finally:
+        assert first.stop() == 0
+    second = Dashboard.start(iso, model.base_url)
+    try:
+        again = second.ok("POST", f"/api/sessions/{sid}/turns", 202, json=body)
+        assert again["turn_id"] == receipt["turn_id"]
+        ended = second.wait_ended(again["operation_id"])  # not left running for ever
+        assert ended["outcome"] is None
+        assert [e["type"] for e in second.history(sid)].count("user_message") == 1
+    finally:
+        assert second.stop() == 0
