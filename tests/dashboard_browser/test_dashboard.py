@@ -12,8 +12,10 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+import trio
 from playwright.sync_api import expect
 
+from stress.bench.bench_store import Prose, build
 from tests.dashboard_browser.support import (
     Dashboard,
     current_session,
@@ -392,3 +394,25 @@ def test_the_header_renames_the_session_and_sets_its_mode(
     page.locator('[data-kind="mode"]', has_text="plan").wait_for()
     detail = dashboard.api("GET", f"/api/sessions/{current_session(page)}")
     assert (detail["title"], detail["mode"]) == ("renamed from the page", "plan")
+
+
+def test_a_long_session_opens_at_its_end_and_pages_back_on_demand(
+    place: Place, browser: BrowserContext
+) -> None:
+    turns = 30  # 19 display events each: 570, of which the page asks for the newest 100
+    place.state.mkdir(mode=0o700, parents=True, exist_ok=True)
+    trio.run(build, place.state / "sessions.db", ["long"], turns, 6, Prose(3))
+    running = Dashboard.start(place)
+    try:
+        page = open_page(browser, running, session="long")
+        items(page, "turn_end").last.wait_for()
+        shown = items(page, "turn_end").count()
+        assert 0 < shown < turns
+        older = page.locator("button.older")
+        while older.count():
+            older.click()
+            page.wait_for_timeout(50)
+        expect(items(page, "turn_end")).to_have_count(turns)
+        expect(items(page, "user")).to_have_count(turns)
+    finally:
+        running.stop()
