@@ -181,7 +181,7 @@ def test_json_output_reports_the_hosts_session_totals(iso: Isolation, state: Pat
 
 def test_stream_json_writes_the_hosts_events(iso: Isolation, state: Path) -> None:
     with fake_host(socket_of(iso, state)) as host:
-        run = LiveRun.start(iso, "-p", "hi", "--output-format", "stream-json", env=env_for(state))
+        run = LiveRun.start(iso, "-p", "hi", "--output-format", "events", env=env_for(state))
         peer = host.accept()
         peer.start_turn()
         play_a_turn(peer)
@@ -310,7 +310,7 @@ def test_a_signal_cancels_the_remote_turn_once(
     iso: Isolation, state: Path, first: signal.Signals, name: str, code: int
 ) -> None:
     with fake_host(socket_of(iso, state)) as host:
-        run = LiveRun.start(iso, "-p", "hi", "--output-format", "stream-json", env=env_for(state))
+        run = LiveRun.start(iso, "-p", "hi", "--output-format", "events", env=env_for(state))
         peer = host.accept()
         peer.start_turn()
         peer.event(ev.TextDelta(session_id="s1", turn_id="t1", seq=2, step=1, text="working"))
