@@ -261,10 +261,12 @@ def bash_regex(spec: str, effect: str) -> str:
     shell operator (`git log:*` never allows `git log; rm -rf ~`: that call asks), while a
     `deny` rule's matches anything (`rm:*` denies `rm -rf x && ls` too)."""
     spec = spec.strip()
-    anything = r"[\s\S]*" if effect == "deny" else r"[^;&|`$()<>\n\r]*"
+    deny = effect == "deny"
+    anything = r"[\s\S]*" if deny else r"[^;&|`$()<>\n\r]*"
+    space = r"\s" if deny else r"[ \t]"  # a newline separates commands
     if spec.endswith(":*"):
         prefix = re.escape(spec[:-2])
-        return rf"\A{prefix}(?:\s{anything})?\Z" if prefix else rf"\A{anything}\Z"
+        return rf"\A{prefix}(?:{space}{anything})?\Z" if prefix else rf"\A{anything}\Z"
     return r"\A" + anything.join(re.escape(part) for part in spec.split("*")) + r"\Z"
 
 
