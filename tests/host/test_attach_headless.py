@@ -10,6 +10,7 @@ import json
 import os
 import re
 import signal
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -300,3 +301,41 @@ def test_claude_codes_flags_and_input_attached_print_what_a_local_run_prints(
     results = [line for line in attached.json_lines() if line["type"] == "result"]
     assert [r["result"] for r in results] == ["The tool said tool-output.", "told"]
     assert all(r["permission_denials"] == [] for r in results)
+
+
+@pytest.mark.parametrize("where", ["attached", "local"])
+def test_stream_input_signals_between_and_during_turns(
+    place: Place, host: HostProcess, where: str
+) -> None:
+    """`--input-format stream-json`: a turn per message as it comes (the result line
+    before the next is read); SIGINT while it waits for a message ends the run (130) with
+    no turn; SIGINT during a turn cancels it, prints its result and ends the run."""
+    args = ["-p", "--input-format", "stream-json", "--output-format", "stream-json"]
+    if where == "local":
+        args.append("--no-attach")
+    waiting = LiveRun.start(place.iso, *args, env=place.env(), stdin=subprocess.PIPE)
+    assert waiting.proc.stdin is not None
+    waiting.proc.stdin.write(user_lines("say hello"))
+    waiting.proc.stdin.flush()
+    first = waiting.wait_for_event("result")
+    assert first["result"] == "Hello from the fake model."
+    waiting.signal(signal.SIGINT, group=True)  # stdin stays open: it waits for a message
+    done = waiting.finish()
+    assert done.returncode == 130, done.stderr
+    assert [line["type"] for line in done.json_lines()][-1] == "result"
+    waiting.proc.stdin.close()
+
+    mid_turn = LiveRun.start(place.iso, *args, env=place.env(), stdin=subprocess.PIPE)
+    assert mid_turn.proc.stdin is not None
+    mid_turn.proc.stdin.write(user_lines("sleep a while", "say hello"))
+    mid_turn.proc.stdin.flush()
+    mid_turn.wait_for_line(lambda line: line["type"] == "assistant")
+    mid_turn.signal(signal.SIGINT, group=True)
+    done = mid_turn.finish()
+    mid_turn.proc.stdin.close()
+    assert done.returncode == 130, done.stderr
+    results = [line for line in done.json_lines() if line["type"] == "result"]
+    assert len(results) == 1  # the second message never ran
+    assert results[0]["subtype"] == "error_during_execution"
+    assert results[0]["errors"] == ["received SIGINT"]
+    assert "rawtrio: cancelled (received SIGINT)" in done.stderr
