@@ -12,7 +12,9 @@ says so and the turn runs here.
 Attached, the host resolves the configuration, AGENTS.md and keys from this process's
 working directory and environment (sent with `_rawtrio/session/start`), runs the turn, and
 streams its events back; they are rendered by the same `HeadlessOutput` as a local run,
-so the output, the stderr lines and the exit code are the same. SIGINT and SIGTERM cancel
+so the output, the stderr lines and the exit code are the same (`stream-json`'s `init` line
+from `_rawtrio/session/info`; with `--input-format stream-json` a turn per message on
+stdin, which this loop reads between turns, waking for signals too). SIGINT and SIGTERM cancel
 the remote turn (`_rawtrio/session/cancel`, reason `received SIGINT`) as they cancel a
 local one; further signals are noted and change nothing, and the turn's `turn_ended`
 decides the output and the exit code (130, 143 for a cancelled turn). An error the local

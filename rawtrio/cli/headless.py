@@ -8,7 +8,13 @@ from stdin) ends the run quietly with the same code; further signals while cance
 are noted and change nothing (cleanup is bounded anyway). See `rawtrio.cli.signals`
 for how the process's handlers and trio's signal receiver share the work.
 
-Output goes to stdout (`text`, `json` or `stream-json`); a turn that did not complete
+With `--input-format stream-json` the prompts are Claude Code's user messages on stdin, a
+turn each in the one session, each read after the last turn's output was written
+(`rawtrio.cli.headless_input.UserMessages`); a signal while waiting for one ends the run
+with no turn, a cancelled turn ends it after its output.
+
+Output goes to stdout (`text`, `json`, `stream-json` or `events`: `rawtrio.cli.flags`,
+Claude Code's shapes in `rawtrio.cli.claude_output`); a turn that did not complete
 also says why on stderr, one line, so a person running it sees the reason whatever the
 format. In `text` each step's text starts on a line of its own, nothing at all is
 printed on stdout when no text came (a failed turn prints only its error, on stderr),
