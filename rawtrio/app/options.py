@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +43,7 @@ from rawtrio.hooks import HookEvent, HookSpec
 from rawtrio.mcp.catalog import mcp_cache_dir
 from rawtrio.mcp.project import project_mcp, with_project_servers
 from rawtrio.permissions.policy import rules_from_config
-from rawtrio.permissions.rules import PermissionMode, Rule
+from rawtrio.permissions.rules import PermissionMode, Rule, make_rule
 from rawtrio.redaction import LOG_FILTER
 from rawtrio.runtime.prompt import BASE_PROMPT, redacted_prompt
 from rawtrio.runtime.session import SessionOptions
@@ -113,9 +114,11 @@ async def prepare_session(
         for h in resolved.hooks
     ]
     extra_tools = (load_skill_tool(skills),) if skills else ()
-    prompt = resolved.system_prompt(BASE_PROMPT)
+    prompt = resolved.system_prompt(getattr(args, "system_prompt", None) or BASE_PROMPT)
     if skills:
         prompt = f"{prompt}\n\n{skills_prompt(skills)}"
+    if appended := getattr(args, "append_system_prompt", None):
+        prompt = f"{prompt}\n\n{appended}"
     prompt = redacted_prompt(prompt, variables.redactor)
     tool_ids = [*AVAILABLE_BUILTINS, *(t.id for t in extra_tools)]
     options = SessionOptions(
@@ -130,7 +133,10 @@ async def prepare_session(
             confine=resolved.confine_paths,
         ),
         system_prompt=prompt,
-        permission_rules=rules_from_config(resolved.permission_rules, resolved.rule_origins),
+        permission_rules=(
+            *rules_from_config(resolved.permission_rules, resolved.rule_origins),
+            *_flag_rules(getattr(args, "tool_rules", None)),
+        ),
         permission_mode=PermissionMode(resolved.permission_mode),
         headless=headless,
         assume_yes=resolved.assume_yes,
@@ -186,6 +192,29 @@ def _nested_memory(
         return memory.note_for(read)
 
     return offer
+
+
+def _flag_rules(rules: object) -> tuple[Rule, ...]:
+    """`--allowedTools` / `--disallowedTools` (`rawtrio.cli.flags.ToolRules`: rule objects),
+    after the configuration's rules: the command line wins. `UsageError` naming a bad one
+    (a client of a host sends them as JSON)."""
+    found: list[Rule] = []
+    for i, rule in enumerate(rules if isinstance(rules, list) else ()):
+        where = f"--allowedTools/--disallowedTools rule {i + 1}"
+        try:
+            when = rule.get("when") or {}
+            found.append(
+                make_rule(
+                    str(rule["match"]),
+                    str(rule["effect"]),
+                    when.get("path"),
+                    when.get("regex"),
+                    origin=f"--{'disallowed' if rule['effect'] == 'deny' else 'allowed'}Tools",
+                )
+            )
+        except (KeyError, TypeError, ValueError, AttributeError, re.error) as exc:
+            raise UsageError(f"{where}: {exc}") from None
+    return tuple(found)
 
 
 def _prices(prices: Prices | None) -> ModelPrices | None:

@@ -26,7 +26,7 @@ import sys
 from typing import NoReturn
 
 from rawtrio import __version__
-from rawtrio.cli.flags import add_session_flags
+from rawtrio.cli.flags import add_headless_flags, add_session_flags, settle_headless_args
 from rawtrio.cli.signals import Interrupted, SignalLatch
 
 
@@ -47,13 +47,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--print",
         dest="prompt",
         metavar="PROMPT",
-        help="run one turn headless with PROMPT and print the answer ('-' reads stdin)",
+        nargs="?",
+        const="",
+        help="run one turn headless with PROMPT and print the answer ('-', or neither "
+        "PROMPT nor QUERY, reads stdin)",
     )
-    p.add_argument(
-        "--output-format",
-        choices=("text", "json", "stream-json"),
-        help="headless output: the answer text (default), one JSON result, or JSON lines",
-    )
+    p.add_argument("query", nargs="?", metavar="QUERY", help="with -p and no PROMPT: the prompt")
+    add_headless_flags(p)
     add_session_flags(p)
     p.add_argument("--cwd", help="working directory of the session (default: current)")
     p.add_argument(
@@ -144,8 +144,7 @@ def run(argv: list[str] | None = None, latch: SignalLatch | None = None) -> int:
         return serve_main(argv[1:], latch)
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.prompt is None and args.output_format is not None:
-        parser.error("--output-format applies only to headless runs (-p PROMPT)")
+    settle_headless_args(parser, args)
     line_chat = (
         args.prompt is None
         and not args.demo
