@@ -15,9 +15,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 import trio
 
@@ -29,6 +31,7 @@ from rawtrio.config import (
     resolve_session_config,
     select_tools,
 )
+from rawtrio.config.agents_md import NestedMemory, home_folder
 from rawtrio.config.resolve import API_KEY_ENV
 from rawtrio.config.schema import CompactionConfig, Prices
 from rawtrio.context.accounting import ModelPrices
@@ -36,20 +39,26 @@ from rawtrio.context.compaction import CompactionSettings
 from rawtrio.errors import UsageError
 from rawtrio.hooks import HookEvent, HookSpec
 from rawtrio.mcp.catalog import mcp_cache_dir
+from rawtrio.mcp.project import project_mcp, with_project_servers
 from rawtrio.permissions.policy import rules_from_config
-from rawtrio.permissions.rules import PermissionMode, Rule
+from rawtrio.permissions.rules import PermissionMode, Rule, make_rule
 from rawtrio.redaction import LOG_FILTER
 from rawtrio.runtime.prompt import BASE_PROMPT, redacted_prompt
 from rawtrio.runtime.session import SessionOptions
 from rawtrio.skills import (
     Skill,
-    default_skill_roots,
     discover_skills,
     load_skill_tool,
+    skill_roots,
     skills_prompt,
 )
+from rawtrio.skills.tool import TOOL_ID as SKILL_TOOL_ID
 from rawtrio.tools.base import ToolSettings
 from rawtrio.tools.builtin import AVAILABLE_BUILTINS
+
+#: The tools a hook's `match` may name: the built-ins and the skill tool (MCP tools are
+#: checked against the configured servers).
+HOOKABLE_TOOL_IDS: Final = (*AVAILABLE_BUILTINS, SKILL_TOOL_ID)
 
 
 @dataclass(frozen=True)
@@ -98,13 +107,16 @@ async def prepare_session(
             shell=h.shell,
             timeout_s=h.timeout_s,
             env=await variables.environment(h.env),
+            dialect=h.dialect,
         )
         for h in resolved.hooks
     ]
     extra_tools = (load_skill_tool(skills),) if skills else ()
-    prompt = resolved.system_prompt(BASE_PROMPT)
+    prompt = resolved.system_prompt(getattr(args, "system_prompt", None) or BASE_PROMPT)
     if skills:
         prompt = f"{prompt}\n\n{skills_prompt(skills)}"
+    if appended := getattr(args, "append_system_prompt", None):
+        prompt = f"{prompt}\n\n{appended}"
     prompt = redacted_prompt(prompt, variables.redactor)
     tool_ids = [*AVAILABLE_BUILTINS, *(t.id for t in extra_tools)]
     options = SessionOptions(
@@ -119,7 +131,10 @@ async def prepare_session(
             confine=resolved.confine_paths,
         ),
         system_prompt=prompt,
-        permission_rules=rules_from_config(resolved.permission_rules, resolved.rule_origins),
+        permission_rules=(
+            *rules_from_config(resolved.permission_rules, resolved.rule_origins),
+            *_flag_rules(getattr(args, "tool_rules", None)),
+        ),
         permission_mode=PermissionMode(resolved.permission_mode),
         headless=headless,
         assume_yes=resolved.assume_yes,
@@ -138,6 +153,7 @@ async def prepare_session(
         mcp_cache_dir=mcp_cache_dir(env),
         variables=variables,
         env=session_env,
+        nested_memory=_nested_memory(cwd, env, resolved),
     )
 
     async def options_for_model(name: str) -> SessionOptions:
@@ -168,6 +184,45 @@ def _compaction(config: CompactionConfig) -> CompactionSettings:
     return CompactionSettings(**{name: getattr(config, name) for name in names})
 
 
+def _nested_memory(
+    cwd: Path, env: Mapping[str, str], resolved: ResolvedAgent
+) -> Callable[[str, Path], str | None]:
+    """Offers the memory files below `cwd` as `read_file` meets their folders, each once
+    per session (one `NestedMemory` per session id)."""
+    sessions: dict[str, NestedMemory] = {}
+
+    def offer(session_id: str, read: Path) -> str | None:
+        memory = sessions.get(session_id)
+        if memory is None:
+            memory = sessions[session_id] = NestedMemory(cwd, env, resolved.agents_md)
+        return memory.note_for(read)
+
+    return offer
+
+
+def _flag_rules(rules: object) -> tuple[Rule, ...]:
+    """`--allowedTools` / `--disallowedTools` (`rawtrio.cli.flags.ToolRules`: rule objects),
+    after the configuration's rules: the command line wins. `UsageError` naming a bad one
+    (a client of a host sends them as JSON)."""
+    found: list[Rule] = []
+    for i, rule in enumerate(rules if isinstance(rules, list) else ()):
+        where = f"--allowedTools/--disallowedTools rule {i + 1}"
+        try:
+            when = rule.get("when") or {}
+            found.append(
+                make_rule(
+                    str(rule["match"]),
+                    str(rule["effect"]),
+                    when.get("path"),
+                    when.get("regex"),
+                    origin=f"--{'disallowed' if rule['effect'] == 'deny' else 'allowed'}Tools",
+                )
+            )
+        except (KeyError, TypeError, ValueError, AttributeError, re.error) as exc:
+            raise UsageError(f"{where}: {exc}") from None
+    return tuple(found)
+
+
 def _prices(prices: Prices | None) -> ModelPrices | None:
     if prices is None:
         return None
@@ -187,10 +242,19 @@ def _resolve_files(args: argparse.Namespace, env: Mapping[str, str]) -> _Found:
     if not cwd.is_dir():
         raise UsageError(f"--cwd: {cwd} is not a directory")
     resolved = resolve_session_config(args, cwd, env)
-    extra = [Path(p).expanduser() for p in resolved.skill_dirs]
-    discovery = discover_skills(default_skill_roots(cwd, extra), project=project_root(cwd))
+    mcp = project_mcp(
+        cwd,
+        resolved.loaded.config.mcp_servers,
+        store=TrustStore.default(env),
+        trust=bool(getattr(args, "trust", False)),
+    )
+    resolved = with_project_servers(resolved, mcp)
+    resolved.check_hook_matchers(HOOKABLE_TOOL_IDS)
+    roots, missing = skill_roots(cwd, resolved.skill_dirs, home=home_folder(env))
+    discovery = discover_skills(roots, project=project_root(cwd))
     skills = [s for s in discovery.skills if select_tools(resolved.skills, [s.name])]
-    return _Found(resolved, cwd, skills, discovery.warnings)
+    warnings = (*missing, *discovery.warnings, *mcp.notices)
+    return _Found(resolved, cwd, skills, warnings)
 
 
 def _rule_saver(

@@ -12,7 +12,8 @@ Files, lowest precedence first (see docs/configuration.md):
 Merging: tables merge key by key, the later file winning; arrays are replaced, except
 `permissions` arrays, which are concatenated (user rules first, so project rules win under
 "last match wins"). Relative paths (`variables.*.file`, `agents.*.prompt_file`,
-`mcp_servers.*.cwd`, `skill_dirs`) are taken against the folder of the file that set them.
+`mcp_servers.*.cwd`) are taken against the folder of the file that set them; relative
+`skill_dirs` against the project root (the repository root, else the working directory).
 
 Each file is validated alone first (so a mistake is reported against the file that made it,
 with indices as written there); the merged result is validated again for what only the
@@ -27,7 +28,7 @@ import os
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from pydantic import ValidationError
 
@@ -51,6 +52,9 @@ from rawtrio.config.schema import (
 from rawtrio.config.toml_file import TomlProblem, parse_toml
 from rawtrio.config.trust import ProjectTrust, TrustStore
 from rawtrio.config.user_path import user_config_path as user_config_path
+
+if TYPE_CHECKING:
+    from rawtrio.config.claude_settings import ClaudeSettings
 
 PROJECT_FILE: Final = Path(".rawtrio") / "config.toml"
 BUILTIN_AGENT: Final = "default"
@@ -87,6 +91,9 @@ class LoadedConfig:
     notices: tuple[str, ...] = ()
     #: Where each agent's merged permission rules came from ("FILE: agents.x.permissions[i]").
     rule_origins: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    #: What Claude Code's settings files add (hooks, permission rules); set by
+    #: `resolve_session_config` (rawtrio.config.claude_settings).
+    claude: ClaudeSettings | None = None
 
     def agent(self, name: str) -> AgentConfig | None:
         found = self.config.agents.get(name)
@@ -227,7 +234,7 @@ def read_layer(
 def _confine_skill_dirs(data: dict[str, Any], path: Path, project: Path) -> tuple[str, ...]:
     """Keep only the `skill_dirs` entries of a project file that lie inside the project.
 
-    Each entry is taken against the file's folder (`~` expanded) and resolved with every
+    Each entry is taken against the project root (`~` expanded) and resolved with every
     symlink followed; it is replaced by that resolved path, so discovery reads it confined
     to the project. An entry outside (`/home/user/.ssh`, `../../other`, a link out of the
     project) is dropped with a notice naming the file and the entry: skills are skipped,
@@ -243,7 +250,7 @@ def _confine_skill_dirs(data: dict[str, Any], path: Path, project: Path) -> tupl
             kept.append(entry)  # the schema reports it
             continue
         given = Path(entry).expanduser()
-        real = Path(os.path.realpath(given if given.is_absolute() else path.parent / given))
+        real = Path(os.path.realpath(given if given.is_absolute() else root / given))
         if real.is_relative_to(root):
             kept.append(str(real))
             continue
@@ -316,7 +323,11 @@ def _absolutize(data: dict[str, Any], folder: Path) -> dict[str, Any]:
         if isinstance(server, dict) and "cwd" in server:
             server["cwd"] = fix(server["cwd"])
     if isinstance(data.get("skill_dirs"), list):
-        data["skill_dirs"] = [fix(d) for d in data["skill_dirs"]]
+        # Relative entries stay relative: they are taken against the session's project root
+        # (rawtrio.skills.discovery), not this file's folder.
+        data["skill_dirs"] = [
+            str(Path(d).expanduser()) if isinstance(d, str) and d else d for d in data["skill_dirs"]
+        ]
     return data
 
 

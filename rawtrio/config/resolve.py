@@ -37,7 +37,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, get_args
 
 from rawtrio.config.agents_md import AgentsFiles, find_agents_files
+from rawtrio.config.claude_settings import ClaudeSettings, load_claude_settings
 from rawtrio.config.errors import ConfigFileError, key_path, problem
+from rawtrio.config.hook_matchers import check_hook_matchers
 from rawtrio.config.loader import (
     BUILTIN_AGENT,
     LoadedConfig,
@@ -191,21 +193,31 @@ class ResolvedAgent:
     headless: bool
     assume_yes: bool
     loaded: LoadedConfig
+    #: Where each hook was written, parallel to `hooks`.
+    hook_origins: tuple[str, ...] = ()
 
     @property
     def notices(self) -> tuple[str, ...]:
         """Warnings for the user (an untrusted project file, an unreadable AGENTS.md)."""
         model = (self.model.note,) if self.model.note else ()
-        return self.loaded.notices + self.agents_md.notices + model
+        claude = self.loaded.claude.notices if self.loaded.claude else ()
+        return self.loaded.notices + self.agents_md.notices + model + claude
 
     def system_prompt(self, base: str) -> str:
-        """Base prompt + agent prompt + AGENTS.md, fixed when the session is created."""
+        """Base prompt + agent prompt + project memory (AGENTS.md, CLAUDE.md), fixed when
+        the session is created."""
         parts = [] if self.replace_base_prompt and self.agent_prompt else [base]
         if self.agent_prompt:
             parts.append(self.agent_prompt.strip())
         if section := self.agents_md.prompt_section():
             parts.append(section)
         return "\n\n".join(parts)
+
+    def check_hook_matchers(self, tool_ids: Iterable[str]) -> None:
+        """ConfigFileError when a hook's `match` names no tool of `tool_ids`
+        (rawtrio.config.hook_matchers: `Bash` for `bash` is an error, not a silent no-op)."""
+        servers = self.loaded.config.mcp_servers
+        check_hook_matchers(self.hooks, self.hook_origins, tool_ids, servers)
 
     def select_tools(self, tool_ids: Iterable[str]) -> tuple[str, ...]:
         """The ids the agent's `tools` globs select (`!glob` removes), in the given order."""
@@ -268,12 +280,21 @@ class ResolvedAgent:
             f"max_steps: {self.max_steps}, tool output cap: {self.tool_output_cap}, "
             f"request timeout: {self.request_timeout_s:g} s"
         )
-        lines.append(
-            f"hooks: {len(self.hooks)}, MCP servers: {', '.join(self.mcp_servers) or 'none'}"
-        )
-        lines.append(
-            "AGENTS.md: " + (", ".join(str(f.path) for f in self.agents_md.files) or "none")
-        )
+        lines.append(f"hooks: {len(self.hooks)}")
+        for hook, origin in zip(self.hooks, self.hook_origins, strict=False):
+            command = hook.command if isinstance(hook.command, str) else " ".join(hook.command)
+            dialect = " (Claude Code dialect)" if hook.dialect == "claude-code" else ""
+            lines.append(f"  {hook.event} {hook.match}: {command}{dialect}  ({origin})")
+        lines.append(f"MCP servers: {', '.join(self.mcp_servers) or 'none'}")
+        claude = self.loaded.claude
+        if claude is not None and claude.files:
+            shown = [
+                f"{f.kind} {f.path}" + ("" if f.trusted else " (not trusted)") for f in claude.files
+            ]
+            lines.append("Claude Code settings: " + "; ".join(shown))
+        memory = self.agents_md.files
+        lines.append("project memory (AGENTS.md, CLAUDE.md):" + ("" if memory else " none"))
+        lines.extend(f"  {f.label()}" for f in memory)
         files = [f"{layer.kind} {layer.path}" for layer in self.loaded.layers]
         lines.append("config files: " + ("; ".join(files) or "none (built-in defaults)"))
         lines.extend(f"note: {n}" for n in self.notices)
@@ -325,14 +346,16 @@ def resolve_session_config(
     """Load the files and resolve the session's agent. ConfigError (exit 2) when bad."""
     cli = args if isinstance(args, CliOverrides) else CliOverrides.from_args(args)
     user_file, explicit = user_config_path(cli.config, env)
+    store = trust_store if trust_store is not None else TrustStore.default(env)
     loaded = load_config(
         user_file,
         find_project_config(cwd),
         user_file_required=explicit,
-        trust_store=trust_store if trust_store is not None else TrustStore.default(env),
+        trust_store=store,
         trust_project=cli.trust,
     )
-    return resolve_agent(loaded, cli, cwd, env)
+    claude = load_claude_settings(cwd, env, trust_store=store, trust_project=cli.trust)
+    return resolve_agent(dataclasses.replace(loaded, claude=claude), cli, cwd, env)
 
 
 def resolve_agent(
@@ -365,16 +388,27 @@ def resolve_agent(
     if agent.prompt_file is not None:
         prompt = _read_prompt_file(loaded, name, Path(agent.prompt_file))
     mcp = {s: config.mcp_servers[s] for s in agent.mcp_servers}
+    claude = loaded.claude or ClaudeSettings()
+    # rawtrio's own rules come last: under "last match wins" they decide every conflict.
+    own_rules = loaded.rule_origins.get(name, ())
+    hook_origins = (
+        *(f"{_file_of(loaded, 'hooks')}: hooks[{i}]" for i in range(len(config.hooks))),
+        *(
+            f"{_file_of(loaded, 'agents', name, 'hooks')}: agents.{name}.hooks[{i}]"
+            for i in range(len(agent.hooks))
+        ),
+        *claude.hook_origins,
+    )
     return ResolvedAgent(
         name=name,
         description=agent.description,
         model=_resolve_model(loaded, agent.model, cli, env),
         agent_prompt=prompt,
         replace_base_prompt=agent.replace_base_prompt,
-        agents_md=find_agents_files(cwd),
+        agents_md=find_agents_files(cwd, env),
         tools=tuple(agent.tools),
-        permission_rules=tuple(agent.permissions),
-        rule_origins=loaded.rule_origins.get(name, ()),
+        permission_rules=(*claude.rules, *agent.permissions),
+        rule_origins=(*claude.rule_origins, *own_rules),
         permission_mode=mode or agent.permission_mode,  # type: ignore[arg-type]
         max_steps=max_steps or agent.max_steps,
         tool_output_cap=agent.tool_output_cap,
@@ -385,7 +419,8 @@ def resolve_agent(
         confine_paths=agent.confine_paths,
         compaction=agent.compaction,
         sigterm_grace_s=grace if grace is not None else config.sigterm_grace_s,
-        hooks=(*config.hooks, *agent.hooks),
+        hooks=(*config.hooks, *agent.hooks, *claude.hooks),
+        hook_origins=hook_origins,
         skills=tuple(agent.skills),
         skill_dirs=tuple(config.skill_dirs),
         mcp_servers=mcp,

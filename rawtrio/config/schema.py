@@ -192,6 +192,12 @@ class HookConfig(_Strict):
     shell: bool = False
     timeout_s: PositiveFloat = 30.0
     env: dict[str, ValueRef] = Field(default_factory=dict)
+    #: `rawtrio`: `match` is a glob over rawtrio tool ids and the hook reads rawtrio's tool
+    #: ids and arguments; `claude-code`: `match` is a Claude Code matcher (`Bash`,
+    #: `Edit|Write`, `mcp__github__.*`) and the hook reads Claude Code's tool names and
+    #: input shapes, and may answer allow/ask (docs/compat.md). A script written for Claude
+    #: Code runs unchanged with `dialect = "claude-code"`.
+    dialect: Literal["rawtrio", "claude-code"] = "rawtrio"
 
 
 class McpServerConfig(_Strict):

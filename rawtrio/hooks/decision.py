@@ -14,8 +14,16 @@ JSON fields honoured (exit 0 only): `continue: false` (+ `stopReason`) blocks;
 `decision: "block"` (+ `reason`) blocks; `hookSpecificOutput.permissionDecision: "deny"`
 (+ `permissionDecisionReason`) and `hookSpecificOutput.decision.behavior: "deny"`
 (+ `message`) deny; `hookSpecificOutput.additionalContext` (or the legacy top-level
-`additionalContext`) adds context; `systemMessage` is a warning shown to the user.
-Nothing else has an effect: a hook cannot allow what rules would not, nor rewrite input.
+`additionalContext`) adds context; `systemMessage` is a warning shown to the user;
+`suppressOutput: true` keeps stdout out of the receipt. Nothing else has an effect: a hook
+of rawtrio's own cannot allow what rules would not, and no hook can rewrite input.
+
+A hook of the `claude-code` dialect (from a Claude Code settings file) is read the way
+Claude Code reads it, on top of the above: `permissionDecision: "allow"` / `"ask"`,
+`decision.behavior: "allow"` and the legacy `decision: "approve"` set `permission` (what the
+permission step does with it is `rawtrio.permissions.policy.with_hook_permission`: deny
+rules and plan mode still win); `continue: false` ends the turn (`halt`) after what the
+event is about, without blocking a `Stop`.
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from rawtrio.hooks.spec import (
     BLOCKING_EVENTS,
     DENYING_EVENTS,
     PLAIN_CONTEXT_EVENTS,
+    HookDialect,
     HookEvent,
 )
 from rawtrio.unicode_safety import scrub_json
@@ -55,9 +64,22 @@ class Verdict:
     context: str | None = None
     #: For the user: failures, ignored fields, `systemMessage`.
     warnings: tuple[str, ...] = ()
+    #: `claude-code` dialect only: "allow" or "ask" from `permissionDecision` and its kin.
+    permission: str | None = None
+    #: `claude-code` dialect only: `continue: false` — the turn ends; `stopReason` says why.
+    halt: bool = False
+    halt_reason: str = ""
+    #: `suppressOutput: true`: stdout is kept out of the receipt.
+    suppress_output: bool = False
 
 
-def interpret_exit(event: HookEvent, exit_code: int, stdout: str, stderr: str) -> Verdict:
+def interpret_exit(
+    event: HookEvent,
+    exit_code: int,
+    stdout: str,
+    stderr: str,
+    dialect: HookDialect = "rawtrio",
+) -> Verdict:
     """The verdict of a hook that exited on its own with `exit_code`."""
     if exit_code == 2:
         reason = _cap(stderr.strip(), _REASON_CAP)
@@ -74,10 +96,10 @@ def interpret_exit(event: HookEvent, exit_code: int, stdout: str, stderr: str) -
         detail = stderr.strip() or stdout.strip()
         why = f": {_cap(detail, _REASON_CAP)}" if detail else ""
         return Verdict(HookDecision.WARN, warnings=(f"exit code {exit_code}{why}",))
-    return interpret_stdout(event, stdout)
+    return interpret_stdout(event, stdout, dialect)
 
 
-def interpret_stdout(event: HookEvent, stdout: str) -> Verdict:
+def interpret_stdout(event: HookEvent, stdout: str, dialect: HookDialect = "rawtrio") -> Verdict:
     """The verdict of a hook that exited 0, from what it printed."""
     text = stdout.strip()
     if not text:
@@ -91,7 +113,7 @@ def interpret_stdout(event: HookEvent, stdout: str) -> Verdict:
                 warnings=(f"stdout looks like JSON but is not valid JSON ({exc}); ignored",),
             )
         if isinstance(data, dict):
-            return _JSONReader(event, data).verdict()
+            return _JSONReader(event, data, dialect).verdict()
     if event in PLAIN_CONTEXT_EVENTS:
         return Verdict(HookDecision.CONTINUE, context=_cap(text, CONTEXT_CAP))
     return Verdict(HookDecision.CONTINUE)
@@ -100,9 +122,15 @@ def interpret_stdout(event: HookEvent, stdout: str) -> Verdict:
 class _JSONReader:
     """Reads one hook's stdout object; collects what it decides and what was wrong."""
 
-    def __init__(self, event: HookEvent, data: Mapping[str, Any]) -> None:
+    def __init__(
+        self, event: HookEvent, data: Mapping[str, Any], dialect: HookDialect = "rawtrio"
+    ) -> None:
         self.event = event
         self.data = data
+        self.claude = dialect == "claude-code"
+        self.permission: str | None = None
+        self.halt = False
+        self.halt_reason = ""
         self.warnings: list[str] = []
         self.decision = HookDecision.CONTINUE
         self.reason = ""
@@ -113,10 +141,19 @@ class _JSONReader:
         if (message := self._str(data, "systemMessage")) is not None:
             self.warnings.append(message)
         if self._get(data, "continue", bool) is False:
-            self._block(self._str(data, "stopReason"), "continue: false")
+            if self.claude:
+                # Claude Code: stop after this event; a Stop hook that says so lets it stop.
+                self.halt = True
+                self.halt_reason = self._str(data, "stopReason") or ""
+                if self.event is not HookEvent.STOP:
+                    self._block(self.halt_reason, "continue: false")
+            else:
+                self._block(self._str(data, "stopReason"), "continue: false")
         decision = self._str(data, "decision")
         if decision == "block":
             self._block(self._str(data, "reason"), 'decision: "block"')
+        elif decision in ("approve", "allow") and self.claude and self.event in DENYING_EVENTS:
+            self._permit("allow")
         elif decision not in (None, "approve", "allow", "undefined"):
             self.warnings.append(f"ignored unknown decision {decision!r}")
         if (legacy := self._str(data, "additionalContext")) is not None:
@@ -125,11 +162,16 @@ class _JSONReader:
         if specific is not None:
             self._specific(specific)
         context = "\n".join(c for c in self.context if c.strip()) or None
+        suppress = self._get(data, "suppressOutput", bool) is True
         return Verdict(
             self.decision,
             reason=_cap(self.reason, _REASON_CAP),
             context=_cap(context, CONTEXT_CAP) if context else None,
             warnings=tuple(self.warnings),
+            permission=self.permission if self.decision is not HookDecision.DENY else None,
+            halt=self.halt,
+            halt_reason=_cap(self.halt_reason, _REASON_CAP),
+            suppress_output=suppress,
         )
 
     def _specific(self, specific: Mapping[str, Any]) -> None:
@@ -143,6 +185,8 @@ class _JSONReader:
         permission = self._str(specific, "permissionDecision")
         if permission == "deny":
             self._deny(self._str(specific, "permissionDecisionReason"), "permissionDecision")
+        elif permission in ("allow", "ask") and self.claude:
+            self._permit(permission)
         elif permission in ("allow", "ask"):
             self.warnings.append(
                 f'permissionDecision "{permission}" has no effect in rawtrio '
@@ -155,8 +199,18 @@ class _JSONReader:
             behavior = self._str(decision, "behavior")
             if behavior == "deny":
                 self._deny(self._str(decision, "message"), "decision.behavior")
+            elif behavior == "allow" and self.claude:
+                self._permit("allow")
             elif behavior is not None and behavior != "allow":
                 self.warnings.append(f"ignored unknown decision.behavior {behavior!r}")
+
+    def _permit(self, permission: str) -> None:
+        """A Claude Code hook's "allow" or "ask"; "ask" wins over "allow"."""
+        if self.event not in DENYING_EVENTS:
+            self.warnings.append(f"permission {permission!r} ignored: {self.event} has no call")
+            return
+        if self.permission != "ask":
+            self.permission = permission
 
     def _block(self, reason: str | None, what: str) -> None:
         if self.event not in BLOCKING_EVENTS:

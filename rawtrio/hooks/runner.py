@@ -26,6 +26,7 @@ from typing import Any, Final
 
 import trio
 
+from rawtrio.compat.claude_code import claude_payload
 from rawtrio.contracts import DEFAULT_SIGTERM_GRACE_S
 from rawtrio.frozen import thaw
 from rawtrio.hooks.decision import HookDecision, Verdict, interpret_exit
@@ -77,6 +78,12 @@ class HookOutcome:
     #: Texts for the user (failures, `systemMessage`); never sent to the model.
     warnings: tuple[str, ...] = ()
     receipts: tuple[HookReceipt, ...] = ()
+    #: From Claude Code hooks: "allow" or "ask" for the call (None: no say; a deny is
+    #: `denied`). `rawtrio.permissions.policy.with_hook_permission` applies it.
+    permission: str | None = None
+    #: From Claude Code hooks (`continue: false`): the turn ends after this event.
+    halted: bool = False
+    halt_reason: str = ""
 
     @property
     def stopped(self) -> bool:
@@ -126,10 +133,16 @@ class HookRunner:
         subject = _subject(event, payload)
         return tuple(h for h in self.hooks if h.event is event and h.matches(subject))
 
-    def input_for(self, event: HookEvent, payload: Mapping[str, Any]) -> dict[str, Any]:
-        """The JSON object a hook reads on stdin: the common fields, then `payload`."""
+    def input_for(
+        self, event: HookEvent, payload: Mapping[str, Any], hook: HookSpec | None = None
+    ) -> dict[str, Any]:
+        """The JSON object a hook reads on stdin: the common fields, then `payload` — in
+        Claude Code's names and shapes for a `claude-code` hook."""
+        body = thaw(payload)
+        if hook is not None and hook.dialect == "claude-code":
+            body = claude_payload(body, self.cwd)
         return {
-            **thaw(payload),
+            **body,
             "session_id": self.session_id,
             "cwd": str(self.cwd),
             "hook_event_name": str(event),
@@ -141,9 +154,11 @@ class HookRunner:
         hooks = self.matching(event, payload)
         if not hooks:
             return HookOutcome(event)
-        stdin = json.dumps(self.input_for(event, payload), ensure_ascii=False).encode()
         subject = _subject(event, payload)
-        results = [await self._run_one(h, subject, stdin) for h in hooks]
+        results = []
+        for h in hooks:
+            stdin = json.dumps(self.input_for(event, payload, h), ensure_ascii=False).encode()
+            results.append(await self._run_one(h, subject, stdin))
         return _combine(event, results)
 
     async def _run_one(
@@ -215,7 +230,7 @@ def _verdict(hook: HookSpec, done: HookProcessResult) -> Verdict:
         return Verdict(HookDecision.WARN, warnings=(text,))
     if p.exit_code is None:
         return Verdict(HookDecision.WARN, warnings=(f"{p.status_text}; its result is ignored",))
-    return interpret_exit(hook.event, p.exit_code, done.stdout, done.stderr)
+    return interpret_exit(hook.event, p.exit_code, done.stdout, done.stderr, hook.dialect)
 
 
 def _receipt(
@@ -236,7 +251,7 @@ def _receipt(
         exit_code=p.exit_code if p else None,
         signal=p.signal if p else None,
         elapsed_s=round(p.elapsed_s if p else elapsed_s, 3),
-        stdout=_excerpt(done.stdout if done else ""),
+        stdout=_excerpt(done.stdout if done and not verdict.suppress_output else ""),
         stderr=_excerpt(done.stderr if done else ""),
         summary=_summary(hook, verdict, p),
     )
@@ -261,6 +276,8 @@ def _combine(event: HookEvent, results: Sequence[tuple[Verdict, HookReceipt]]) -
     blocks = [v.reason for v, _ in results if v.decision is HookDecision.BLOCK]
     denies = [v.reason for v, _ in results if v.decision is HookDecision.DENY]
     warnings = [f"{r.event} hook {r.hook!r}: {w}" for v, r in results for w in v.warnings]
+    permissions = {v.permission for v, _ in results}
+    halts = [v for v, _ in results if v.halt]
     return HookOutcome(
         event=event,
         blocked=bool(blocks),
@@ -270,6 +287,9 @@ def _combine(event: HookEvent, results: Sequence[tuple[Verdict, HookReceipt]]) -
         context=tuple(v.context for v, _ in results if v.context),
         warnings=tuple(warnings),
         receipts=tuple(r for _, r in results),
+        permission="ask" if "ask" in permissions else "allow" if "allow" in permissions else None,
+        halted=bool(halts),
+        halt_reason="\n".join(v.halt_reason for v in halts if v.halt_reason),
     )
 
 

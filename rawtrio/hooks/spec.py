@@ -8,17 +8,25 @@ Matchers: for tool events the matcher is a glob on the tool id (`bash`, `mcp/git
 `|` separates alternatives (`edit_file|write_file`). `SessionStart` matches on its
 `source` and `PreCompact` on its `trigger`, like in Claude Code. Other events take no
 matcher (`""` or `"*"`).
+
+A hook of the `claude-code` dialect (one read from a Claude Code settings file) is matched
+with Claude Code's matcher syntax against Claude Code's tool names, and reads Claude Code's
+tool names and input shapes (`rawtrio.hooks.claude_code`); on events without a match field
+its matcher is ignored, as Claude Code does.
 """
 
 from __future__ import annotations
 
 import enum
 import fnmatch
+import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Final
+from typing import Final, Literal
+
+from rawtrio.compat import claude_code
 
 #: Default timeout of one hook run (Claude Code's default too).
 DEFAULT_HOOK_TIMEOUT_S: Final = 60.0
@@ -79,6 +87,9 @@ MATCH_FIELD: Final[Mapping[HookEvent, str]] = MappingProxyType(
 
 _MATCH_ALL: Final = frozenset({"", "*"})
 
+#: `rawtrio`: rawtrio's tool ids and input; `claude-code`: Claude Code's (docs/compat.md).
+HookDialect = Literal["rawtrio", "claude-code"]
+
 
 @dataclass(frozen=True, slots=True)
 class HookSpec:
@@ -97,6 +108,8 @@ class HookSpec:
     env: Mapping[str, str] = field(default_factory=lambda: MappingProxyType({}))
     #: Shown in receipts; defaults to the command.
     name: str | None = None
+    dialect: HookDialect = "rawtrio"
+    _pattern: re.Pattern[str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "event", HookEvent(self.event))
@@ -107,7 +120,14 @@ class HookSpec:
             raise ValueError(f"{self.event} hook: the command is empty")
         if not self.timeout_s > 0:
             raise ValueError(f"{self.event} hook {self.label!r}: timeout must be > 0 seconds")
-        if self.event not in MATCH_FIELD and self.matcher not in _MATCH_ALL:
+        if self.dialect == "claude-code":
+            try:
+                object.__setattr__(self, "_pattern", claude_code.compile_matcher(self.matcher))
+            except ValueError as exc:
+                raise ValueError(f"{self.event} hook {self.label!r}: {exc}") from None
+        elif self.dialect != "rawtrio":
+            raise ValueError(f"{self.event} hook {self.label!r}: unknown dialect {self.dialect!r}")
+        elif self.event not in MATCH_FIELD and self.matcher not in _MATCH_ALL:
             raise ValueError(
                 f"{self.event} hook {self.label!r}: this event takes no matcher "
                 f"(got {self.matcher!r}; use '*' or leave it out)"
@@ -139,4 +159,8 @@ class HookSpec:
             return True
         if subject is None:
             return False
+        if self.dialect == "claude-code":
+            if self.event in TOOL_EVENTS:
+                subject = claude_code.claude_tool_name(subject)
+            return claude_code.matches(self._pattern, subject)
         return any(fnmatch.fnmatchcase(subject, alt.strip()) for alt in self.matcher.split("|"))

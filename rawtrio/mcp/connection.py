@@ -280,9 +280,10 @@ class McpConnection:
         )
         env.update(await self._resolve(cfg.env))
         env[CALL_ENV_VAR] = marker
-        cwd = _server_cwd(cfg.cwd, s.cwd)
+        argv = [await self._expand(a, f"command[{i}]") for i, a in enumerate(cfg.command)]
+        cwd = _server_cwd(await self._expand(cfg.cwd, "cwd") if cfg.cwd else None, s.cwd)
         process = ProcessSpec(
-            argv=tuple(cfg.command),
+            argv=tuple(argv),
             cwd=cwd,
             env=env,
             marker=marker,
@@ -303,15 +304,42 @@ class McpConnection:
         from mcp.shared._httpx_utils import create_mcp_http_client
 
         assert self.config.url is not None
+        url = await self._expand(self.config.url, "url")
         headers = await self._resolve(self.config.headers)
         timeout = httpx2.Timeout(self.config.startup_timeout_s, read=self.config.call_timeout_s)
         client = create_mcp_http_client(headers=headers, timeout=timeout)
-        async with client, streamable_http_client(self.config.url, http_client=client) as (r, w):
+        async with client, streamable_http_client(url, http_client=client) as (r, w):
             yield r, w, trio.Event()  # HTTP failures surface per request
+
+    async def _expand(self, text: str, where: str) -> str:
+        """`text` with `${VAR}` / `${VAR:-default}` expanded from the session's environment
+        (rawtrio.mcp.expand); the values put in are registered as secrets."""
+        from rawtrio.mcp.expand import ExpansionError, expand
+
+        environ = os.environ if self.settings.env is None else self.settings.env
+        try:
+            out, used = expand(text, environ, where=where)
+        except ExpansionError as exc:
+            raise McpServerError(self.name, f"could not be configured: {exc}") from None
+        if used and self.settings.resolve is not None:
+            from rawtrio.config.schema import ValueRef
+
+            await self.settings.resolve(
+                {f"{where}#{i}": ValueRef(value=v) for i, v in enumerate(used)}
+            )
+        return out
 
     async def _resolve(self, refs: Mapping[str, ValueRef]) -> dict[str, str]:
         if not refs:
             return {}
+        from rawtrio.config.schema import ValueRef
+
+        # A literal with `${VAR}` in it ("Bearer ${TOKEN}") is expanded first; what
+        # `resolve` returns is registered as a secret, the expanded text included.
+        refs = {
+            k: ValueRef(value=await self._expand(r.value, k)) if r.value is not None else r
+            for k, r in refs.items()
+        }
         try:
             if self.settings.resolve is not None:
                 return await self.settings.resolve(refs)

@@ -1,15 +1,22 @@
-"""Claude Desktop / Claude Code `mcpServers` JSON as rawtrio config (`rawtrio mcp import`).
+"""Claude Desktop / Claude Code / Codex MCP server configs as rawtrio config (`rawtrio mcp
+import`).
 
 Accepted files: `claude_desktop_config.json` and `.mcp.json` (`{"mcpServers": {...}}`),
-`~/.claude.json` (its top-level `mcpServers` and each project's), or the bare mapping of
-servers. Each server becomes a `[mcp_servers.NAME]` table:
+`~/.claude.json` (its top-level `mcpServers` and each project's), the bare mapping of
+servers, and Codex's `~/.codex/config.toml` (its `[mcp_servers.NAME]` tables; a file whose
+name ends in `.toml`). Each server becomes a `[mcp_servers.NAME]` table:
 
 - stdio (`command` + `args`) → `command = [command, *args]` (run without a shell);
   `env` and `cwd` kept;
 - `"type": "http"` / `"streamable-http"` (`url`, `headers`) → `url`, `headers`;
 - `"type": "sse"` is not supported by rawtrio and is skipped with a warning;
-- a value that is exactly `${VAR}` (or `${VAR:-default}`, default dropped) becomes
-  `{ env = "VAR" }`; other `${…}` inside a value is kept literally, with a warning;
+- a value that is exactly `${VAR}` becomes `{ env = "VAR" }`; any other `${VAR}` or
+  `${VAR:-default}` is kept as written and expanded when the server starts
+  (`rawtrio.mcp.expand`), as Claude Code does;
+- Codex: `http_headers` → `headers`, `env_http_headers` → `{ env = … }` headers,
+  `bearer_token_env_var` → an `Authorization = "Bearer ${VAR}"` header,
+  `startup_timeout_sec` / `tool_timeout_sec` → `startup_timeout_s` / `call_timeout_s`,
+  `enabled_tools` / `disabled_tools` → `tools`; `enabled = false` skips the server;
 - literal values in `env`/`headers` are kept but flagged (they may be secrets: consider a
   `secret` variable).
 
@@ -20,7 +27,6 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -30,6 +36,21 @@ from rawtrio.mcp.catalog import SERVER_NAME_RE
 _WHOLE_VAR: Final = re.compile(r"^\$\{([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}$")
 _BARE_KEY: Final = re.compile(r"^[A-Za-z0-9_-]+$")
 _KNOWN: Final = {"type", "command", "args", "env", "cwd", "url", "headers", "transport"}
+#: Codex keys beyond those (`[mcp_servers.NAME]` in ~/.codex/config.toml).
+_CODEX: Final = {
+    "http_headers",
+    "env_http_headers",
+    "bearer_token_env_var",
+    "startup_timeout_sec",
+    "startup_timeout_ms",
+    "tool_timeout_sec",
+    "enabled_tools",
+    "disabled_tools",
+    "enabled",
+    "env_vars",
+}
+#: Where `_from_codex` passes settings that map onto rawtrio keys directly.
+_RAWTRIO_KEYS: Final = "\0rawtrio"
 
 
 class McpImportError(ValueError):
@@ -48,13 +69,66 @@ class Imported:
 
 
 def import_servers(text: str, source: str = "the file") -> Imported:
-    """Convert `mcpServers` JSON text. McpImportError names what was wrong."""
+    """Convert `mcpServers` JSON text (or, for a `source` ending in `.toml`, a Codex
+    config). McpImportError names what was wrong."""
+    if source.endswith(".toml"):
+        return import_codex(text, source)
     try:
         data = json.loads(text)
     except ValueError as e:
         raise McpImportError(f"{source}: not valid JSON ({e})") from None
+    return _convert(_server_maps(data, source))
+
+
+def import_codex(text: str, source: str = "config.toml") -> Imported:
+    """Convert the `[mcp_servers]` of a Codex `config.toml`."""
+    import tomllib  # only when a Codex file is imported
+
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise McpImportError(f"{source}: not valid TOML ({e})") from None
+    servers = data.get("mcp_servers")
+    if not isinstance(servers, dict) or not servers:
+        raise McpImportError(f"{source}: no [mcp_servers.NAME] tables found")
+    return _convert([("mcp_servers", {k: _from_codex(v) for k, v in servers.items()})])
+
+
+def _from_codex(spec: Any) -> Any:
+    """A Codex server table in the `mcpServers` shape, Codex-only keys mapped."""
+    if not isinstance(spec, dict):
+        return spec
+    out = {k: v for k, v in spec.items() if k not in _CODEX}
+    headers: dict[str, Any] = dict(spec.get("http_headers") or {})
+    for header, var in (spec.get("env_http_headers") or {}).items():
+        headers[header] = f"${{{var}}}"
+    if isinstance(var := spec.get("bearer_token_env_var"), str):
+        headers["Authorization"] = f"Bearer ${{{var}}}"
+    if headers:
+        out["headers"] = headers
+    if "url" in spec and "type" not in spec:
+        out["type"] = "http"
+    rawtrio: dict[str, Any] = {}
+    if isinstance(spec.get("startup_timeout_sec"), int | float):
+        rawtrio["startup_timeout_s"] = float(spec["startup_timeout_sec"])
+    elif isinstance(spec.get("startup_timeout_ms"), int | float):
+        rawtrio["startup_timeout_s"] = spec["startup_timeout_ms"] / 1000
+    if isinstance(spec.get("tool_timeout_sec"), int | float):
+        rawtrio["call_timeout_s"] = float(spec["tool_timeout_sec"])
+    enabled, disabled = spec.get("enabled_tools"), spec.get("disabled_tools")
+    if isinstance(enabled, list) or isinstance(disabled, list):
+        tools = [str(t) for t in enabled] if isinstance(enabled, list) else ["*"]
+        tools += [f"!{t}" for t in disabled] if isinstance(disabled, list) else []
+        rawtrio["tools"] = tools
+    if spec.get("enabled") is False:
+        rawtrio["disabled"] = True
+    out[_RAWTRIO_KEYS] = rawtrio
+    return out
+
+
+def _convert(maps: list[tuple[str, Mapping[str, Any]]]) -> Imported:
     out = Imported()
-    for where, servers in _server_maps(data, source):
+    for where, servers in maps:
         for raw_name, spec in servers.items():
             name = _name(str(raw_name), out)
             if name in out.servers:
@@ -99,7 +173,11 @@ def _server(where: str, spec: Any, warnings: list[str]) -> dict[str, Any] | None
     if not isinstance(spec, dict):
         warnings.append(f"{where}: expected an object; skipped")
         return None
-    for key in sorted(set(spec) - _KNOWN):
+    extra = spec.get(_RAWTRIO_KEYS) or {}
+    if extra.pop("disabled", False):
+        warnings.append(f"{where}: enabled = false; skipped")
+        return None
+    for key in sorted(set(spec) - _KNOWN - {_RAWTRIO_KEYS}):
         warnings.append(f"{where}.{key}: not supported by rawtrio; dropped")
     kind = spec.get("type") or spec.get("transport") or ("stdio" if "command" in spec else "http")
     table: dict[str, Any] = {}
@@ -111,9 +189,6 @@ def _server(where: str, spec: Any, warnings: list[str]) -> dict[str, Any] | None
         if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
             warnings.append(f"{where}.args: expected an array of strings; skipped")
             return None
-        for i, arg in enumerate(args):
-            if "${" in arg:
-                warnings.append(f"{where}.args[{i}]: {arg!r} is kept literally (no expansion)")
         table["command"] = [command, *args]
         if isinstance(spec.get("cwd"), str):
             table["cwd"] = spec["cwd"]
@@ -124,8 +199,6 @@ def _server(where: str, spec: Any, warnings: list[str]) -> dict[str, Any] | None
         if not isinstance(url, str) or not url:
             warnings.append(f"{where}.url: expected a non-empty string; skipped")
             return None
-        if "${" in url:
-            warnings.append(f"{where}.url: {url!r} is kept literally (no expansion)")
         table["url"] = url
         if headers := _values(f"{where}.headers", spec.get("headers"), warnings):
             table["headers"] = headers
@@ -135,6 +208,7 @@ def _server(where: str, spec: Any, warnings: list[str]) -> dict[str, Any] | None
             f"streamable HTTP); skipped"
         )
         return None
+    table.update(extra)
     return table
 
 
@@ -146,13 +220,11 @@ def _values(where: str, values: Any, warnings: list[str]) -> dict[str, Any]:
         return {}
     out: dict[str, Any] = {}
     for key, value in values.items():
-        if m := _WHOLE_VAR.match(value):
+        if (m := _WHOLE_VAR.match(value)) and not m.group(2):
             out[key] = {"env": m.group(1)}
-            if m.group(2):
-                warnings.append(f"{where}.{key}: the default in {value!r} is dropped")
             continue
         if "${" in value:
-            warnings.append(f"{where}.{key}: kept literally (no ${{...}} expansion)")
+            pass  # expanded when the server starts (rawtrio.mcp.expand)
         elif value:
             warnings.append(
                 f"{where}.{key}: a literal value was copied; if it is a secret, move it to a "
@@ -163,6 +235,8 @@ def _values(where: str, values: Any, warnings: list[str]) -> dict[str, Any]:
 
 
 def _validate(out: Imported) -> None:
+    import tomllib
+
     from pydantic import ValidationError
 
     from rawtrio.config.schema import RawtrioConfig
@@ -187,6 +261,10 @@ def _key(key: str) -> str:
 def _value(value: Any) -> str:
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value)
     if isinstance(value, list):
         return "[" + ", ".join(_value(v) for v in value) + "]"
     if isinstance(value, dict):

@@ -21,6 +21,7 @@ from rawtrio.permissions.policy import (
     allow_rule_for,
     exact_regex,
     rules_from_config,
+    with_hook_permission,
 )
 from rawtrio.permissions.rules import (
     EDIT_TOOLS,
@@ -60,4 +61,5 @@ __all__ = [
     "make_rule",
     "rules_from_config",
     "summarize_call",
+    "with_hook_permission",
 ]

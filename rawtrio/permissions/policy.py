@@ -64,6 +64,23 @@ def exact_regex(value: str) -> str:
     return rf"\A{re.escape(value)}\Z"
 
 
+def with_hook_permission(decision: Decision, hook: str | None) -> Decision:
+    """A Claude Code hook's `permissionDecision` applied to the rules' decision.
+
+    `allow` skips the question a call would have asked (as in Claude Code, where it bypasses
+    the permission prompt); `ask` asks even where a rule or the mode would allow. Neither
+    undoes a `deny`: a deny rule, plan mode or the policy always win (rawtrio's own
+    configuration is the source of truth). A hook's `deny` never reaches here: the call is
+    refused before the rules are read."""
+    if hook == "allow" and decision.effect is Effect.ASK:
+        return Decision(
+            Effect.ALLOW, f"allowed by a PreToolUse hook ({decision.reason})", decision.rule
+        )
+    if hook == "ask" and decision.effect is Effect.ALLOW:
+        return Decision(Effect.ASK, f"a PreToolUse hook asks ({decision.reason})", decision.rule)
+    return decision
+
+
 class PermissionPolicy:
     def __init__(
         self,
@@ -93,7 +110,16 @@ class PermissionPolicy:
         """Tools never shown to the model (configured unconditional denies only)."""
         return hidden_tools(self.rules, tool_ids)
 
-    def evaluate(self, tool_id: str, arguments: Mapping[str, Any], *, read_only: bool) -> Decision:
+    def evaluate(
+        self,
+        tool_id: str,
+        arguments: Mapping[str, Any],
+        *,
+        read_only: bool,
+        hook: str | None = None,
+    ) -> Decision:
+        """Decide one call. `hook` is what Claude Code hooks said about it (`allow`, `ask`;
+        `HookOutcome.permission`): see `with_hook_permission`."""
         decision = evaluate(
             (*self.rules, *self._session_rules),
             tool_id,
@@ -101,6 +127,7 @@ class PermissionPolicy:
             read_only=read_only,
             mode=self.mode,
         )
+        decision = with_hook_permission(decision, hook)
         if decision.effect is not Effect.ASK or not self.headless:
             return decision
         if self.assume_yes:

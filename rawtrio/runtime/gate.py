@@ -9,6 +9,10 @@ the call then gets its `cancelled`, not-started result like any unstarted call (
 
 `after` runs PostToolUse / PostToolUseFailure hooks on a finished call and appends what
 they say for the model to the result.
+
+Claude Code hooks (dialect `claude-code`) may also answer `allow` / `ask`, which the policy
+weighs (`PermissionPolicy.evaluate(hook=...)`), and `continue: false`, which sets
+`turn.halt_reason`: the loop ends the turn after this call.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ import trio
 from rawtrio import events as ev
 from rawtrio.contracts import DeniedBy, ToolStatus
 from rawtrio.frozen import freeze
-from rawtrio.hooks import HookEvent, payloads
+from rawtrio.hooks import HookEvent, HookOutcome, payloads
 from rawtrio.messages import ToolCall, ToolResult
 from rawtrio.permissions.approval import AlwaysScope, ApprovalKind, ApprovalRequest
 from rawtrio.permissions.policy import allow_rule_for
@@ -42,9 +46,10 @@ async def admit(
     pre = await host.run_hooks(
         HookEvent.PRE_TOOL_USE, payloads.pre_tool_use(tool.id, frozen_args, call.id)
     )
+    halt(turn, pre)
     if pre.stopped:
         return denied(call, DeniedBy.HOOK, f"denied by a PreToolUse hook: {pre.reason}"), None
-    decision = host.policy.evaluate(tool.id, args, read_only=tool.read_only)
+    decision = host.policy.evaluate(tool.id, args, read_only=tool.read_only, hook=pre.permission)
     if decision.effect is Effect.DENY:
         return denied(call, decision.denied_by or DeniedBy.RULE, decision.reason), None
     if decision.effect is Effect.ASK:
@@ -52,6 +57,7 @@ async def admit(
             HookEvent.PERMISSION_REQUEST,
             payloads.permission_request(tool.id, frozen_args, call.id),
         )
+        halt(turn, hook)
         if hook.stopped:
             reason = f"denied by a PermissionRequest hook: {hook.reason}"
             return denied(call, DeniedBy.HOOK, reason), None
@@ -104,7 +110,12 @@ async def ask_user(
 
 
 async def after(
-    host: TurnHost, call: ToolCall, tool: Tool, output: ToolOutput, pre_context: str | None
+    host: TurnHost,
+    turn: Turn,
+    call: ToolCall,
+    tool: Tool,
+    output: ToolOutput,
+    pre_context: str | None,
 ) -> ToolOutput:
     """PostToolUse hooks; what they tell the model is appended to the result."""
     args = call.arguments if call.arguments is not None else freeze({})
@@ -124,11 +135,18 @@ async def after(
             tool.id, args, call.id, status=output.status.value, error=output.content
         )
     post = await host.run_hooks(event, payload)
+    halt(turn, post)
     extra = [f"[hook feedback] {post.reason}"] if post.stopped else []
     extra += [t for t in (pre_context, post.context_text()) if t]
     if not extra:
         return output
     return ToolOutput(output.status, "\n\n".join([output.content, *extra]), output.details)
+
+
+def halt(turn: Turn, outcome: HookOutcome) -> None:
+    """A Claude Code hook's `continue: false`: the turn ends after this call."""
+    if outcome.halted and turn.halt_reason is None:
+        turn.halt_reason = outcome.halt_reason or f"{outcome.event} hook: continue: false"
 
 
 def answered(

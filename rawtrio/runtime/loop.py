@@ -8,7 +8,8 @@ cancellation cut. The loop sees its session only as a `TurnHost` (rawtrio.runtim
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -22,7 +23,7 @@ from rawtrio.providers import base as pb
 from rawtrio.providers.retry import Retries, RetryPolicy
 from rawtrio.redaction import StreamRedactor
 from rawtrio.runtime import compaction, gate
-from rawtrio.runtime.turn import RunningCall, StreamState, Turn, not_run, result
+from rawtrio.runtime.turn import RunningCall, StreamState, Turn, halted, not_run, result
 from rawtrio.tools.base import ToolContext, ToolOutput
 
 if TYPE_CHECKING:
@@ -65,9 +66,14 @@ async def run_steps(host: TurnHost, turn: Turn) -> tuple[TurnOutcome, str]:
         if step == max_steps:
             await host.recorder.commit_results(turn, [not_run(c, max_steps) for c in calls])
             return TurnOutcome.MAX_STEPS, f"reached max_steps ({max_steps}) with tool calls pending"
-        for call in calls:
+        for i, call in enumerate(calls):
             result = await run_call(host, turn, call)
             await host.recorder.commit_results(turn, [result])
+            if turn.halt_reason is not None:  # a hook said `continue: false`
+                rest = [halted(c, turn.halt_reason) for c in calls[i + 1 :]]
+                if rest:
+                    await host.recorder.commit_results(turn, rest)
+                return TurnOutcome.COMPLETED, f"a hook ended the turn: {turn.halt_reason}"
     raise AssertionError("unreachable: the loop returns on its last step")
 
 
@@ -208,7 +214,9 @@ async def run_call(host: TurnHost, turn: Turn, call: ToolCall) -> ToolResult:
         **(thaw(output.details) or {}),
     )
     images = output.images  # the handler's; hooks add text only
-    output = await gate.after(host, call, tool, output, hook_context)
+    output = await gate.after(host, turn, call, tool, output, hook_context)
+    if tool.id == "read_file" and output.status is ToolStatus.OK:
+        output = await with_nested_memory(host, args, output)
     return ToolResult(
         call.id,
         call.name,
@@ -218,6 +226,24 @@ async def run_call(host: TurnHost, turn: Turn, call: ToolCall) -> ToolResult:
         details=output.details,
         images=images,
     )
+
+
+async def with_nested_memory(host: TurnHost, args: Any, output: ToolOutput) -> ToolOutput:
+    """`read_file`'s result with the project memory of the folders it read in, the first
+    time each file is met in the session (Claude Code's nested CLAUDE.md)."""
+    offer = host.options.nested_memory
+    if offer is None or not isinstance(args, dict):
+        return output
+    requests = args.get("files") if "files" in args else [args]
+    paths = [Path(str(r["path"])) for r in requests or () if isinstance(r, dict) and "path" in r]
+
+    def find() -> list[str]:
+        return [n for p in paths if (n := offer(host.id, p)) is not None]
+
+    notes = await trio.to_thread.run_sync(find, abandon_on_cancel=True)
+    if not notes:
+        return output
+    return ToolOutput(output.status, "\n\n".join([output.content, *notes]), output.details)
 
 
 class LiveOutput:

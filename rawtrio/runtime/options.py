@@ -70,6 +70,11 @@ class SessionOptions:
     mcp_cache_dir: Path | None = None
     #: Resolves `{var = ...}` in MCP servers' env and headers (None: literals and env only).
     variables: VariableResolver | None = None
+    #: (session id, a path `read_file` read) → project memory below the working directory
+    #: to append to that result, once per file and session (rawtrio.config.agents_md
+    #: `NestedMemory`); None: nested memory is not offered. Blocking file reads: called in
+    #: a worker thread.
+    nested_memory: Callable[[str, Path], str | None] | None = None
     #: The environment every process of the session starts from (bash, background jobs,
     #: hooks, MCP stdio servers and their `{env = "NAME"}` values), before the secrets of
     #: `tools.strip_env` are removed; an attached client's on a host. None: this process's

@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 
 import trio
 
+from rawtrio.context.accounting import UsageTotals, usage_from_json
 from rawtrio.contracts import CLEANUP_DEADLINE_S, DEFAULT_RETENTION_DAYS
 from rawtrio.errors import RawtrioError
 from rawtrio.events import Event
@@ -26,9 +27,9 @@ from rawtrio.processes.watchdog import guard_processes
 from rawtrio.providers.base import Provider, ProviderSettings
 from rawtrio.providers.clients import ClientPool
 from rawtrio.runtime.prompt import system_prompt
-from rawtrio.runtime.session import PENDING_NOTE_KEY, Session, SessionOptions
+from rawtrio.runtime.session import PENDING_NOTE_KEY, USAGE_STATE_KEY, Session, SessionOptions
 from rawtrio.skills import changed_skills, skill_fingerprints
-from rawtrio.store.base import ExportFormat, SearchHit, SessionRecord, SessionStore
+from rawtrio.store.base import ExportFormat, HistoryPage, SearchHit, SessionRecord, SessionStore
 from rawtrio.tools.base import Tool
 from rawtrio.tools.registry import ToolRegistry
 
@@ -178,6 +179,32 @@ class Runtime:
     async def session_events(self, session_id: str, after_seq: int = 0) -> list[Event]:
         """A session's display history (what the user saw), in order."""
         return await self.store.events_since(session_id, after_seq)
+
+    async def history(
+        self,
+        session_id: str,
+        *,
+        cursor: str | None = None,
+        limit: int = 50,
+        newest_first: bool = True,
+    ) -> HistoryPage:
+        """A page of a session's display history, paged with keyset cursors (docs/store.md);
+        `InvalidCursor` for a cursor no page returned."""
+        return await self.store.history(
+            session_id, cursor=cursor, limit=limit, newest_first=newest_first
+        )
+
+    async def last_seq(self, session_id: str) -> int:
+        """The sequence number of a session's last stored event (0: none)."""
+        return await self.store.last_seq(session_id)
+
+    async def usage(self, session_id: str) -> UsageTotals:
+        """A session's usage totals: the live session's, else those stored with it."""
+        live = self._live.get(session_id)
+        if live is not None and not live.closed:
+            return live.usage
+        saved = await self.store.get_state(session_id, USAGE_STATE_KEY)
+        return usage_from_json(saved, UsageTotals())
 
     async def fork_session(self, source_id: str) -> str:
         """A new session copying another's model context and display history; its id."""

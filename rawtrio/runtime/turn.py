@@ -53,6 +53,9 @@ class Turn:
     running: RunningCall | None = None
     cancel_reason: str = ""
     final_text: str = ""
+    #: Set when a Claude Code hook answered `continue: false`: the turn ends after the
+    #: call being run; the rest of its batch is not run (docs/hooks.md).
+    halt_reason: str | None = None
 
     def cancel(self, reason: str) -> None:
         if not self.scope.cancel_called:
@@ -71,6 +74,10 @@ def not_run(call: ToolCall, max_steps: int) -> ToolResult:
         ToolStatus.NOT_RUN,
         f"not run: the turn reached its limit of {max_steps} model requests",
     )
+
+
+def halted(call: ToolCall, reason: str) -> ToolResult:
+    return result(call, ToolStatus.NOT_RUN, f"not run: a hook ended the turn ({reason})")
 
 
 def cancelled_result(call: ToolCall, running: RunningCall | None, reason: str) -> ToolResult:

@@ -8,9 +8,9 @@ from rawtrio.skills.discovery import (
     Discovery,
     Skill,
     SkillError,
-    default_skill_roots,
     discover_skills,
     load_skill_file,
+    skill_roots,
 )
 from rawtrio.skills.tool import load_skill_tool
 
@@ -19,10 +19,10 @@ __all__ = [
     "Skill",
     "SkillError",
     "changed_skills",
-    "default_skill_roots",
     "discover_skills",
     "load_skill_file",
     "load_skill_tool",
     "skill_fingerprints",
+    "skill_roots",
     "skills_prompt",
 ]

@@ -1,13 +1,18 @@
 """Find skills: folders holding a `SKILL.md` (Agent Skills format) under a few roots.
 
-Roots, in precedence order (`default_skill_roots`): the user's skills
-(`<platformdirs user config>/rawtrio/skills`), the project's (`.rawtrio/skills/` in the
-working directory), then extra paths from config. When two roots hold a skill of the same
-name, the earlier root wins and the later one is reported as shadowed — the user's own
-skills cannot be replaced by a repository's.
+Roots, in precedence order (`skill_roots`): rawtrio's own first — the user's skills
+(`<platformdirs user config>/rawtrio/skills`), the project's (`.rawtrio/skills/` in every
+folder from the working directory up to the project root, nearest first), then the
+`skill_dirs` of the config (a relative entry taken against the project root) — and after
+them Claude Code's: `~/.claude/skills`, then `.claude/skills` from the working directory
+up to the project root. When two roots hold a skill of the same name, the earlier root
+wins and the later one is reported as shadowed — the user's own skills cannot be replaced
+by a repository's, and rawtrio's win over Claude Code's.
 
 A skill whose SKILL.md is unreadable, too large or has bad frontmatter is skipped with a
-warning naming the file; discovery never raises for a bad skill.
+warning naming the file; discovery never raises for a bad skill. A description longer than
+the format's limit (1024 characters) is cut there, with a warning: real skills exceed it,
+and a skill that loads with a shorter description is more use than one that is skipped.
 
 SKILL.md is read through `rawtrio.config.safe_read` (a regular file, opened without
 blocking, size-capped, never under /proc, /sys or /dev). A root inside the project (the
@@ -20,7 +25,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -28,6 +33,7 @@ from typing import Final
 
 import platformdirs
 
+from rawtrio.config.loader import folders_up_to_root, project_root
 from rawtrio.config.safe_read import UnsafeFileError, read_bounded
 from rawtrio.skills.frontmatter import FrontmatterError, Value, parse_frontmatter, split_frontmatter
 
@@ -54,6 +60,8 @@ class Skill:
     extra: Mapping[str, Value] = field(default_factory=lambda: MappingProxyType({}))
     #: The project folder SKILL.md must stay inside when read again (None: a user skill).
     within: Path | None = None
+    #: A warning about a skill that loads anyway (its description was cut).
+    notice: str | None = None
 
     @property
     def file(self) -> Path:
@@ -67,10 +75,33 @@ class Discovery:
     warnings: tuple[str, ...]
 
 
-def default_skill_roots(cwd: Path, extra: Iterable[Path] = ()) -> tuple[Path, ...]:
-    """User dir, project dir, then `extra` — the precedence order `discover_skills` uses."""
+def skill_roots(
+    cwd: Path, skill_dirs: Sequence[str] = (), *, home: Path | None = None
+) -> tuple[tuple[Path, ...], tuple[str, ...]]:
+    """The roots `discover_skills` searches, in precedence order (module docstring), and a
+    warning for each `skill_dirs` entry that is not a folder. A relative entry is taken
+    against the project root (the repository root, else `cwd`), wherever it was written.
+    `home` is where `~/.claude/skills` is looked for (the session's HOME; this process's
+    when None)."""
+    root = project_root(cwd)
+    upward = folders_up_to_root(cwd)
     user = platformdirs.user_config_path("rawtrio") / "skills"
-    return (user, cwd / ".rawtrio" / "skills", *extra)
+    roots: list[Path] = [user, *(folder / ".rawtrio" / "skills" for folder in upward)]
+    warnings: list[str] = []
+    for entry in skill_dirs:
+        given = Path(entry).expanduser()
+        path = given if given.is_absolute() else root / given
+        if not path.is_dir():
+            what = "does not exist" if not os.path.lexists(path) else "is not a folder"
+            warnings.append(f"skill_dirs: {entry!r} ({path}) {what}; no skills read from it")
+            continue
+        roots.append(path)
+    roots.append((home or Path.home()) / ".claude" / "skills")
+    roots += [folder / ".claude" / "skills" for folder in upward]
+    # One root named twice (a `skill_dirs` entry that is `.claude/skills`, the cwd that is
+    # the root) is searched once, where it first appears.
+    unique = {os.path.realpath(r): r for r in reversed(roots)}
+    return tuple(reversed(unique.values())), tuple(warnings)
 
 
 def discover_skills(roots: Sequence[Path], *, project: Path | None = None) -> Discovery:
@@ -94,6 +125,8 @@ def discover_skills(roots: Sequence[Path], *, project: Path | None = None) -> Di
                 )
                 continue
             found[skill.name] = skill
+            if skill.notice is not None:
+                warnings.append(skill.notice)
     return Discovery(tuple(sorted(found.values(), key=lambda s: s.name)), tuple(warnings))
 
 
@@ -122,25 +155,39 @@ def load_skill_file(folder: Path, *, within: Path | None = None) -> Skill:
         raise SkillError(
             f"{file}: name {name!r} may hold only letters, digits, '-', '_' and '.'; skipped"
         )
-    description = _required(file, meta, "description", MAX_DESCRIPTION)
+    description, cut = _description(file, meta)
     extra = {k: v for k, v in meta.items() if k not in ("name", "description")}
     return Skill(
         name=name,
-        description=" ".join(description.split()),
+        description=description,
         path=folder,
         body=body.lstrip("\n"),
         sha256=hashlib.sha256(raw).hexdigest(),
         extra=MappingProxyType(extra),
         within=within,
+        notice=cut,
     )
 
 
-def _required(file: Path, meta: Mapping[str, Value], key: str, limit: int) -> str:
+def _description(file: Path, meta: Mapping[str, Value]) -> tuple[str, str | None]:
+    """The description with whitespace collapsed, cut at `MAX_DESCRIPTION` characters (and
+    the warning saying so)."""
+    text = " ".join(_required(file, meta, "description", None).split())
+    if len(text) <= MAX_DESCRIPTION:
+        return text, None
+    cut = text[: MAX_DESCRIPTION - 1].rstrip() + "…"
+    return cut, (
+        f"{file}: 'description' is {len(text)} characters, over the format's limit of "
+        f"{MAX_DESCRIPTION}; cut to {MAX_DESCRIPTION} (shorten it in SKILL.md)"
+    )
+
+
+def _required(file: Path, meta: Mapping[str, Value], key: str, limit: int | None) -> str:
     value = meta.get(key)
     if not isinstance(value, str) or not value.strip():
         raise SkillError(f"{file}: frontmatter needs a non-empty text {key!r}; skipped")
     value = value.strip()
-    if len(value) > limit:
+    if limit is not None and len(value) > limit:
         raise SkillError(f"{file}: {key!r} is longer than {limit} characters; skipped")
     return value
 

@@ -51,8 +51,8 @@ from rawtrio.runtime.view import (
     UserView,
 )
 from rawtrio.tui.blocks import Transcript
-from rawtrio.tui.editor import History, PromptEdit
 from rawtrio.tui.host import ChatSetup
+from rawtrio.tui.layout import STARTING, Layout, status_line
 from rawtrio.tui.permission import PermissionPrompt
 
 if TYPE_CHECKING:
@@ -67,55 +67,6 @@ PASTED = {"enter": "\n", "tab": "\t", "ctrl j": "\n"}
 #: How often running tool lines and the elapsed time are redrawn.
 TICK_S = 0.1
 
-PALETTE = [
-    ("user prefix", "light cyan,bold", ""),
-    ("user", "light cyan", ""),
-    ("prompt", "light cyan,bold", ""),
-    ("notice", "light blue", ""),
-    ("warning", "yellow", ""),
-    ("error", "light red", ""),
-    ("dim", "dark gray", ""),
-    ("thinking", "dark gray", ""),
-    ("status", "black", "light gray"),
-    ("status busy", "black", "yellow"),
-    ("status cancel", "white,bold", "dark red"),
-    ("queued", "dark cyan", ""),
-    ("hint", "dark gray", ""),
-    ("guide", "light green", ""),
-    ("tool name", "bold", ""),
-    ("tool arg", "light gray", ""),
-    ("tool run", "yellow", ""),
-    ("tool wait", "light magenta", ""),
-    ("tool ok", "light green", ""),
-    ("tool error", "light red", ""),
-    ("tool denied", "brown", ""),
-    ("tool cancelled", "light magenta", ""),
-    ("diff add", "light green", ""),
-    ("diff del", "light red", ""),
-    ("diff hunk", "light cyan", ""),
-    ("md h", "white,bold,underline", ""),
-    ("md strong", "white,bold", ""),
-    ("md em", "italics", ""),
-    ("md code", "light cyan", ""),
-    ("md link", "light blue,underline", ""),
-    ("md url", "dark gray", ""),
-    ("md bullet", "yellow", ""),
-    ("md quote", "light gray", ""),
-    ("md rule", "dark gray", ""),
-    ("md table", "dark gray", ""),
-    ("code", "light gray", ""),
-    ("code kw", "light magenta", ""),
-    ("code fn", "light blue", ""),
-    ("code str", "light green", ""),
-    ("code num", "yellow", ""),
-    ("code com", "dark gray", ""),
-    ("perm title", "white,bold", ""),
-    ("perm command", "yellow,bold", ""),
-    ("perm option", "", ""),
-    ("perm selected", "black", "light cyan"),
-    ("perm key", "light cyan", ""),
-    ("tool selected", "black", "light cyan"),
-]
 #: Keys that move the tool-call selection (-1: towards the top).
 SELECT_KEYS = {"meta up": -1, "ctrl up": -1, "meta down": 1, "ctrl down": 1}
 #: Keys that leave a tool-call selection in place (and do what they always do).
@@ -144,7 +95,13 @@ class Usage:
 
 
 class ChatApp:
-    def __init__(self, setup: ChatSetup, nursery: trio.Nursery) -> None:
+    def __init__(
+        self, setup: ChatSetup, nursery: trio.Nursery, layout: Layout | None = None
+    ) -> None:
+        """`layout`: the widgets the chat's first frame was drawn from, banner included
+        (`rawtrio.tui.layout`); without it the app makes its own, with `setup.banner`."""
+        if layout is None:
+            layout = Layout(setup.history_path, banner=setup.banner, agent=setup.agent)
         self.setup = setup
         self.nursery = nursery
         self.runtime = setup.runtime
@@ -152,14 +109,14 @@ class ChatApp:
         self.agent = setup.agent
         self.session: ChatSession | None = None
         self.created: set[str] = set()
-        self.transcript = Transcript()
-        self.history = History(setup.history_path)
-        self.edit = PromptEdit(self.history)
+        self.transcript = Transcript(layout.listbox)
+        self.edit = layout.edit
+        self.history = self.edit.history
         self.queue: list[str] = []
-        self.queued_text = urwid.Text("")
-        self.hint = urwid.Text("")
-        self.status = urwid.Text("", wrap="ellipsis")
-        self.status_map = urwid.AttrMap(self.status, "status")
+        self.queued_text = layout.queued_text
+        self.hint = layout.hint
+        self.status = layout.status
+        self.status_map = layout.status_map
         self.usage = Usage()
         self.turn_started: float | None = None
         self.cancelling = False
@@ -180,10 +137,7 @@ class ChatApp:
         #: Set when something starts running (wakes the ticker).
         self.activity = trio.Event()
         self.picker: Any = None
-        footer = urwid.Pile([self.queued_text, self.edit, self.hint, self.status_map])
-        self.frame: urwid.Frame[Any, Any, Any] = urwid.Frame(
-            self.transcript.listbox, footer=footer, focus_part="footer"
-        )
+        self.frame = layout.frame
         self.loop: urwid.MainLoop | None = None
         self._top: urwid.Widget = self.frame
         #: True until the runtime is up (or it is known that no model is configured).
@@ -192,8 +146,6 @@ class ChatApp:
         self.closed = trio.Event()
         #: Whether to tell the user how to resume the session on the way out.
         self.resumable = True
-        for line in setup.banner:
-            self.transcript.add(urwid.Text(line))
         self.refresh_status()
 
     def configure(
@@ -622,7 +574,7 @@ class ChatApp:
         elif self.runtime is None and not self.booting:
             state = "no model configured"
         elif self.session is None:
-            state = "starting…"
+            state = STARTING
         else:
             state = "ready"
         parts.append(state)
@@ -638,7 +590,7 @@ class ChatApp:
             cost = self.usage.session_cost_usd
             parts.append(f"${cost:.4f}" if cost is not None else "$ n/a")
             parts.append(_short_path(self.session.cwd))  # last: cut first on a narrow screen
-        self.status.set_text(" " + " │ ".join(parts))
+        self.status.set_text(status_line(parts))
         self.status_map.set_attr_map({None: state_attr})
 
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 import abc
 import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import urwid
@@ -47,6 +47,7 @@ from rawtrio.runtime.view import (
     UserView,
 )
 from rawtrio.tui import markdown
+from rawtrio.tui.layout import EndFollowingListBox
 
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 #: Lines of a tool's output shown when details are on.
@@ -334,44 +335,14 @@ class ToolBlock(Block):
         return head + body
 
 
-class EndFollowingListBox(urwid.ListBox[int]):
-    """A list box that, while it follows the end, shows the last row of the last block.
-
-    urwid keeps the focus block where it was when it grows, so a block that gains rows
-    after it was scrolled into view — a running tool's output line, a reply taller than
-    the screen — would grow below the bottom edge once the transcript fills the screen.
-    Anchoring at each render (with the size known) keeps whatever changed last in view.
-    """
-
-    def __init__(
-        self, walker: urwid.SimpleFocusListWalker[Any], following: Callable[[], bool]
-    ) -> None:
-        super().__init__(walker)
-        self._walker = walker
-        self._following = following
-
-    def render(self, size: tuple[int, int], focus: bool = False) -> urwid.Canvas:  # type: ignore[override]
-        cols, rows = size
-        last = len(self._walker) - 1
-        if self._following() and last >= 0 and rows > 0:
-            # Whatever scrolling was asked for since the last render, the end wins.
-            self.set_focus_pending = self.set_focus_valign_pending = None
-            self._walker.set_focus(last)
-            height = self._walker[last].rows((cols,), focus)
-            offset, inset = self.get_focus_offset_inset(size)
-            if offset - inset != rows - height:
-                self.shift_focus(size, rows - height)
-        return super().render(size, focus)
-
-
 class Transcript:
     """Blocks built from session events, in a list box that renders only what is on screen."""
 
-    def __init__(self) -> None:
-        self.walker: urwid.SimpleFocusListWalker[Any] = urwid.SimpleFocusListWalker([])
-        self.listbox = EndFollowingListBox(self.walker, lambda: self.follow)
+    def __init__(self, listbox: EndFollowingListBox | None = None) -> None:
+        """A new transcript, in `listbox` (which may hold a banner already) or a new one."""
+        self.listbox = listbox or EndFollowingListBox(urwid.SimpleFocusListWalker([]))
+        self.walker = self.listbox.walker
         self.details = DetailsToggle()
-        self.follow = True
         #: The transcript as view states; the blocks draw its items.
         self.view = TranscriptView()
         self._assistant: dict[str, AssistantBlock] = {}  # by item key
@@ -383,16 +354,20 @@ class Transcript:
 
     # --- building --------------------------------------------------------------------
 
+    @property
+    def follow(self) -> bool:
+        """Whether the list box shows the end (False once scrolled up or a call is selected)."""
+        return self.listbox.follow
+
+    @follow.setter
+    def follow(self, value: bool) -> None:
+        self.listbox.follow = value
+
     def add(self, block: urwid.Widget) -> None:
-        self.walker.append(block)
-        if self.follow:
-            self.scroll_to_end()
+        self.listbox.append(block)
 
     def scroll_to_end(self) -> None:
-        if self.walker:
-            self.listbox.set_focus(len(self.walker) - 1, coming_from="above")
-            self.listbox.set_focus_valign("bottom")
-        self.follow = True
+        self.listbox.scroll_to_end()
 
     def note(self, text: str, attr: str = "notice") -> None:
         self.add(TextBlock([(attr, text)]))

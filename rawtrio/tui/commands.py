@@ -214,6 +214,20 @@ async def _cost(app: ChatHost, arg: str) -> None:
     app.transcript.note("\n".join(lines))
 
 
+async def _memory(app: ChatHost, arg: str) -> None:
+    """The project memory files (AGENTS.md, CLAUDE.md, their imports) a session in this
+    folder starts with; read again now, so an edit shows up (it reaches the model in a
+    new session: the system prompt is fixed per session)."""
+    from rawtrio.config.agents_md import find_agents_files
+
+    cwd = app.session.cwd if app.session is not None else Path.cwd()
+    found = await trio.to_thread.run_sync(find_agents_files, cwd, abandon_on_cancel=True)
+    lines = [f"  project memory for {cwd}:"]
+    lines += [f"    {f.label()}" for f in found.files] or ["    none (no AGENTS.md or CLAUDE.md)"]
+    lines += [f"  note: {n}" for n in found.notices]
+    app.transcript.note("\n".join(lines))
+
+
 async def _clear(app: ChatHost, arg: str) -> None:
     app.transcript.clear()
 
@@ -238,6 +252,7 @@ COMMANDS: dict[str, tuple[Handler, str]] = {
     "/model": (_model, "show the models, or switch to NAME"),
     "/mode": (_mode, "show or set the permission mode"),
     "/cost": (_cost, "tokens and cost of this session"),
+    "/memory": (_memory, "the AGENTS.md / CLAUDE.md files loaded for this folder"),
     "/clear": (_clear, "clear the screen (the session stays as it is)"),
     "/demo": (_demo, "an offline demo against the built-in fake model"),
     "/quit": (_quit, "leave"),

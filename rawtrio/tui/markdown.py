@@ -286,12 +286,14 @@ def _lexer(lang: str) -> Any:
     from pygments.util import ClassNotFound  # type: ignore[import-untyped]
 
     try:
-        return get_lexer_by_name(lang or "text", stripnl=False, ensurenl=False)
+        return get_lexer_by_name(lang, stripnl=False, ensurenl=False)
     except ClassNotFound:
         return get_lexer_by_name("text", stripnl=False, ensurenl=False)
 
 
 def _highlight(code: str, lang: str) -> list[tuple[str, str]]:
+    if not lang:  # plain text: what Pygments' text lexer gives, without loading Pygments
+        return [("code", code.replace("\r\n", "\n").replace("\r", "\n"))]
     out: list[tuple[str, str]] = []
     for token, value in _lexer(lang.lower()).get_tokens(code):
         name = str(token)

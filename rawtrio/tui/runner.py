@@ -36,17 +36,18 @@ import urwid
 from rawtrio.contracts import ExitCode
 from rawtrio.errors import NoCredentials, RawtrioError, exit_code_for
 from rawtrio.store.paths import state_dir
-from rawtrio.tui.app import PALETTE, TICK_S, ChatApp
 from rawtrio.tui.host import ChatOptions, ChatRuntime, ChatSetup
+from rawtrio.tui.layout import PALETTE, Layout
 
 if TYPE_CHECKING:
     from rawtrio.cli.signals import SignalLatch
     from rawtrio.host.client import HostConnection, HostInfo
+    from rawtrio.tui.app import ChatApp
 
 LOG_NAME = "tui.log"
 HISTORY_NAME = "tui_history.jsonl"
 #: Brings the runtime up while the chat is already on screen (see `run_app`).
-Boot = Callable[[ChatApp], Awaitable[None]]
+Boot = Callable[["ChatApp"], Awaitable[None]]
 
 
 @dataclass
@@ -205,7 +206,7 @@ def _find_host(args: argparse.Namespace) -> tuple[HostConnection, HostInfo] | No
     here; `--demo` always runs here."""
     if getattr(args, "demo", False) or not hasattr(args, "no_attach"):
         return None
-    from rawtrio.cli.attach import attach_mode, find_host
+    from rawtrio.cli.attaching import attach_mode, find_host
 
     attach, autostart = attach_mode(args)
     return find_host(args, autostart=autostart) if attach else None
@@ -218,7 +219,7 @@ def _attached_boot(args: argparse.Namespace, conn: HostConnection, info: HostInf
     async def boot(app: ChatApp) -> None:
         await trio.to_thread.run_sync(_import_remote)
         from rawtrio.app.choice import Choice
-        from rawtrio.cli.attach import client_env, session_flags
+        from rawtrio.cli.attaching import client_env, session_flags
         from rawtrio.host.remote import HostGone, RemoteOptions, open_remote_app
 
         options = RemoteOptions(
@@ -300,28 +301,35 @@ async def run_app(boot: Boot, *, history: Path | None) -> AppResult:
     ]
     async with trio.open_nursery() as nursery:
         setup = ChatSetup(runtime=None, options=None, agent="…", history_path=history)
-        setup.banner = banner
-        app = ChatApp(setup, nursery)
+        layout = Layout(history, banner=banner, agent=setup.agent)
+        keys = _KeysTo()
         loop = urwid.MainLoop(
-            app.top,
+            layout.frame,
             palette=PALETTE,
             screen=screen,
             event_loop=event_loop,
-            input_filter=app.on_keys,
+            input_filter=keys,
             handle_mouse=False,
         )
-        app.loop, app.screen = loop, screen
         booted = trio.Event()
         boot_scope = trio.CancelScope()
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             with loop.start():
                 screen.tty_signal_keys(intr="undefined")
                 _enter_apart_from_ctrl_j()
-                # The first frame now, before the boot's worker thread starts importing
-                # the runtime: that thread would hold the GIL while the frame is drawn
-                # (docs/benchmarks.md, start → prompt). The loop's own first redraw then
-                # finds nothing changed.
+                # The first frame now, drawn from the layout alone: the app's modules
+                # (events, the transcript view, the blocks) and the boot's worker thread
+                # (which would hold the GIL meanwhile) come after it (docs/benchmarks.md,
+                # start → prompt). Keys typed meanwhile wait in the terminal: the loop
+                # reads them once it runs, and hands them to the app. The app takes the
+                # layout's widgets over, so the loop's own first redraw finds nothing
+                # changed.
                 loop.draw_screen()
+                from rawtrio.tui.app import ChatApp
+
+                app = ChatApp(setup, nursery, layout)
+                app.loop, app.screen = loop, screen
+                keys.app = app
                 nursery.start_soon(_on_signals, app, signals)
                 nursery.start_soon(_ticker, app)
                 nursery.start_soon(_boot, app, boot, boot_scope, booted)
@@ -341,6 +349,18 @@ async def run_app(boot: Boot, *, history: Path | None) -> AppResult:
     if session is not None and app.resumable and session.id not in app.deleted:
         result.session_id = session.id
     return result
+
+
+class _KeysTo:
+    """The loop's input filter: the app's (`ChatApp.on_keys`), once the app exists. The
+    loop reads no key before that (it runs only afterwards)."""
+
+    app: ChatApp | None = None
+
+    def __call__(self, keys: list[Any], raw: list[int]) -> list[Any]:
+        if self.app is None:
+            raise RuntimeError("keys read before the chat app was made")
+        return self.app.on_keys(keys, raw)
 
 
 async def _boot(app: ChatApp, boot: Boot, scope: trio.CancelScope, booted: trio.Event) -> None:
@@ -377,6 +397,8 @@ async def _on_signals(app: ChatApp, signals: Any) -> None:
 
 async def _ticker(app: ChatApp) -> None:
     """Animate running tool calls and the elapsed time; asleep while nothing runs."""
+    from rawtrio.tui.app import TICK_S  # loaded with the app by now
+
     while True:
         if not app.busy and not app.compacting:
             app.activity = trio.Event()

@@ -52,7 +52,7 @@ def project_config(repo: Path, text: str) -> Path:
     ("entry", "target"),
     [
         ("{tmp}/home/.ssh", "home/.ssh"),
-        ("../../other", "work/other"),  # relative to .rawtrio/: two folders above the repo
+        ("../other", "work/other"),  # relative to the project root: beside the repo
         ("~/.ssh", "home/.ssh"),
     ],
 )
@@ -63,7 +63,7 @@ def test_a_projects_skill_dir_outside_it_is_skipped_with_a_notice(
     entry = entry.format(tmp=tmp_path)
     config = project_config(repo, f'skill_dirs = ["{entry}", "skills-here"]\n')
     agent = resolve_session_config(CliOverrides(), repo, home)
-    assert agent.skill_dirs == (str(repo / ".rawtrio" / "skills-here"),)
+    assert agent.skill_dirs == (str(repo / "skills-here"),)
     (notice,) = agent.notices
     assert notice == (
         f"{config}: skill_dirs[0] = {entry!r} resolves to {tmp_path / target}, outside the "
@@ -78,21 +78,19 @@ def test_a_projects_skill_dir_linked_out_of_it_is_skipped(
     outside.mkdir()
     (repo / "tools").mkdir()
     (repo / "tools" / "skills").symlink_to(outside)
-    project_config(repo, 'skill_dirs = ["../tools/skills"]\n')
+    project_config(repo, 'skill_dirs = ["tools/skills"]\n')
     agent = resolve_session_config(CliOverrides(), repo, home)
     assert agent.skill_dirs == ()
     (notice,) = agent.notices
-    assert f"skill_dirs[0] = '../tools/skills' resolves to {outside}, outside the project" in (
-        notice
-    )
+    assert f"skill_dirs[0] = 'tools/skills' resolves to {outside}, outside the project" in (notice)
 
 
 def test_a_projects_skill_dir_inside_it_is_kept_resolved(
     tmp_path: Path, repo: Path, home: dict[str, str]
 ) -> None:
     (repo / "tools" / "skills").mkdir(parents=True)
-    (repo / ".rawtrio" / "alias").symlink_to(repo / "tools" / "skills")
-    project_config(repo, f'skill_dirs = ["../tools/skills", "alias", "{repo}/missing"]\n')
+    (repo / "alias").symlink_to(repo / "tools" / "skills")
+    project_config(repo, f'skill_dirs = ["tools/skills", "alias", "{repo}/missing"]\n')
     agent = resolve_session_config(CliOverrides(), repo, home)
     assert agent.skill_dirs == (
         str(repo / "tools" / "skills"),

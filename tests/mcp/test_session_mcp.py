@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import os
 from pathlib import Path
 
 import pytest
@@ -327,3 +328,100 @@ async def test_an_mcp_image_reaches_the_model_where_the_wire_takes_images(
                 "tool_call_id": picture.call_id,
                 "content": text,
             }
+
+
+async def test_dollar_brace_variables_expand_anywhere_in_a_string_and_stay_secret(
+    tmp_path: Path,
+) -> None:
+    """Regression: `"Bearer ${API_TOKEN}"` and `${X:-default}` were passed on literally.
+    They expand at start from the session's environment, and the values are redacted."""
+    from rawtrio.config.schema import McpServerConfig, ValueRef
+    from rawtrio.config.variables import VariableResolver
+    from rawtrio.tools.base import ToolSettings
+
+    token = "tok-0123456789abcdef-expanded"
+    env = {**os.environ, "API_TOKEN": token, "HTTP_TOKEN": token}
+    variables = VariableResolver({}, env=env, cwd=tmp_path)
+    ask = [
+        {"name": "mcp__t__environ", "arguments": {"name": "AUTH_LINE"}},
+        {"name": "mcp__web__header", "arguments": {"name": "Authorization"}},
+    ]
+    scenario = calls({"tool_calls": ask})
+    stdio = stdio_server().model_copy(
+        update={
+            "env": {
+                "AUTH_LINE": ValueRef(value="Bearer ${API_TOKEN}"),
+            },
+            # Unexpanded, this folder and this host would not exist: the server could not
+            # start or be reached.
+            "cwd": "${UNSET_FOR_THIS_TEST:-.}",
+        }
+    )
+    async with http_server(tmp_path) as url:
+        web = McpServerConfig(
+            url=url.replace("127.0.0.1", "${MCP_HOST:-127.0.0.1}"),
+            headers={"Authorization": ValueRef(value="Bearer ${HTTP_TOKEN}")},
+        )
+        async with session_on(
+            scenario,
+            "anthropic",
+            tmp_path,
+            mcp_servers={"t": stdio, "web": web},
+            variables=variables,
+            env=env,
+            tools=ToolSettings(sigterm_grace_s=0.2, redactor=variables.redactor),
+        ) as (session, _, _):
+            await session.run_turn("go")
+    auth, header = results(session)
+    assert (auth.status, header.status) == (ToolStatus.OK, ToolStatus.OK)
+    for secret in (auth, header):
+        assert token not in secret.content
+        assert "redacted" in secret.content
+
+
+async def test_expanded_values_reach_the_server_as_written(tmp_path: Path) -> None:
+    """Without a session's redactor the expanded values are visible: what the server got."""
+    from rawtrio.config.schema import ValueRef
+    from rawtrio.mcp.connection import McpConnection
+    from tests.mcp.conftest import settings_for
+
+    settings = settings_for(tmp_path)
+    env = {**os.environ, "API_TOKEN": "abc", "EMPTY": ""}
+    settings = type(settings)(**{**settings.__dict__, "env": env})
+    config = stdio_server().model_copy(
+        update={
+            "env": {
+                "AUTH_LINE": ValueRef(value="Bearer ${API_TOKEN}"),
+                "DEFAULTED": ValueRef(value="${UNSET_FOR_THIS_TEST:-x}-${EMPTY:-y}"),
+                "LITERAL": ValueRef(value="$${API_TOKEN}"),
+            }
+        }
+    )
+    conn = McpConnection("t", config, settings)
+    async with trio.open_nursery() as nursery:
+        session = await conn.ensure_ready(nursery)
+        got = [
+            await session.call_tool("environ", {"name": n})
+            for n in ("AUTH_LINE", "DEFAULTED", "LITERAL")
+        ]
+        await conn.stop(final=True)
+    texts = [r.content[0].text for r in got]  # type: ignore[union-attr]
+    assert texts == ["Bearer abc", "x-y", "${API_TOKEN}"]
+
+
+async def test_an_unset_variable_without_default_is_a_clear_error(tmp_path: Path) -> None:
+    from rawtrio.config.schema import ValueRef
+    from rawtrio.mcp.connection import McpConnection, McpServerError
+    from tests.mcp.conftest import settings_for
+
+    config = stdio_server().model_copy(
+        update={"env": {"AUTH": ValueRef(value="Bearer ${NOT_SET_ANYWHERE_12345}")}}
+    )
+    conn = McpConnection("gh", config, settings_for(tmp_path))
+    async with trio.open_nursery() as nursery:
+        with pytest.raises(McpServerError) as err:
+            await conn.ensure_ready(nursery)
+    assert str(err.value) == (
+        "MCP server 'gh' could not be configured: AUTH: environment variable "
+        "NOT_SET_ANYWHERE_12345 is not set (write ${NOT_SET_ANYWHERE_12345:-…} for a default)"
+    )

@@ -5,8 +5,8 @@ from pathlib import Path
 import platformdirs
 import pytest
 
-from rawtrio.skills import default_skill_roots, discover_skills
-from rawtrio.skills.discovery import MAX_SKILL_BYTES
+from rawtrio.skills import discover_skills, skill_roots
+from rawtrio.skills.discovery import MAX_DESCRIPTION, MAX_SKILL_BYTES
 from tests.skills.conftest import write_skill
 
 ANTHROPIC_STYLE = """---
@@ -79,7 +79,6 @@ def test_earlier_roots_win_and_shadowed_skills_are_reported(tmp_path: Path) -> N
         ("---\nname: a\n---\n", "needs a non-empty text 'description'"),
         ("---\nname: [a]\ndescription: d\n---\n", "needs a non-empty text 'name'"),
         ("---\nname: a b\ndescription: d\n---\n", "name 'a b' may hold only"),
-        ("---\nname: a\ndescription: " + "d" * 1025 + "\n---\n", "longer than 1024"),
     ],
 )
 def test_bad_skills_are_skipped_with_a_warning_naming_the_file(
@@ -108,10 +107,42 @@ def test_non_utf8_and_oversized_files_are_skipped(tmp_path: Path) -> None:
     ]
 
 
-def test_default_roots_are_user_then_project_then_extra(tmp_path: Path) -> None:
-    roots = default_skill_roots(tmp_path, [tmp_path / "extra"])
+def test_roots_are_rawtrios_own_then_skill_dirs_then_claude_codes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    repo = tmp_path / "repo"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "extra").mkdir()
+    sub = repo / "src" / "pkg"
+    sub.mkdir(parents=True)
+    roots, warnings = skill_roots(sub, ["extra", str(tmp_path / "gone")])
     assert roots == (
         platformdirs.user_config_path("rawtrio") / "skills",
-        tmp_path / ".rawtrio" / "skills",
-        tmp_path / "extra",
+        sub / ".rawtrio" / "skills",
+        repo / "src" / ".rawtrio" / "skills",
+        repo / ".rawtrio" / "skills",
+        repo / "extra",
+        tmp_path / "home" / ".claude" / "skills",
+        sub / ".claude" / "skills",
+        repo / "src" / ".claude" / "skills",
+        repo / ".claude" / "skills",
+    )
+    assert warnings == (
+        f"skill_dirs: {str(tmp_path / 'gone')!r} ({tmp_path / 'gone'}) does not exist; "
+        "no skills read from it",
+    )
+
+
+def test_a_description_over_the_limit_is_cut_with_a_warning(tmp_path: Path) -> None:
+    long = " ".join(["word"] * 300)  # 1,499 characters
+    write_skill(tmp_path, "long", "long", long)
+    found = discover_skills([tmp_path])
+    (skill,) = found.skills
+    assert len(skill.description) == MAX_DESCRIPTION
+    assert skill.description.endswith("…")
+    assert long.startswith(skill.description[:-1])
+    assert found.warnings == (
+        f"{tmp_path / 'long' / 'SKILL.md'}: 'description' is 1499 characters, over the "
+        "format's limit of 1024; cut to 1024 (shorten it in SKILL.md)",
     )

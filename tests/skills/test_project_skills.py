@@ -97,9 +97,7 @@ async def test_a_projects_skill_dirs_never_reach_outside_it(
     )
     config = repo / ".rawtrio" / "config.toml"
     config.parent.mkdir()
-    config.write_text(
-        f'skill_dirs = ["~/.ssh", "../../other", "{tmp_path}/abs", "../tools/skills"]\n'
-    )
+    config.write_text(f'skill_dirs = ["~/.ssh", "../other", "{tmp_path}/abs", "tools/skills"]\n')
     prompt, notices = await session_prompt(tmp_path, monkeypatch, repo)
     assert "- inside: does inside" in prompt
     for name in ("ssh", "other", "absolute"):
@@ -107,7 +105,7 @@ async def test_a_projects_skill_dirs_never_reach_outside_it(
     skipped = [n for n in notices if "outside the project" in n]
     assert [n.split(" resolves")[0] for n in skipped] == [
         f"{config}: skill_dirs[0] = '~/.ssh'",
-        f"{config}: skill_dirs[1] = '../../other'",
+        f"{config}: skill_dirs[1] = '../other'",
         f"{config}: skill_dirs[2] = '{tmp_path}/abs'",
     ]
 
@@ -120,3 +118,104 @@ async def test_the_users_skill_dirs_may_be_anywhere(
     prompt, notices = await session_prompt(tmp_path, monkeypatch, repo)
     assert "- team: does team" in prompt
     assert notices == ()
+
+
+async def test_relative_skill_dirs_are_taken_against_the_project_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: `skill_dirs = ["shared/skills"]` in `.rawtrio/config.toml` meant
+    `.rawtrio/shared/skills`; it is the project's `shared/skills`, also from a subfolder."""
+    repo = skills_in(tmp_path, ("work/repo/shared/skills/s", "shared"))
+    config = repo / ".rawtrio" / "config.toml"
+    config.parent.mkdir()
+    config.write_text('skill_dirs = ["shared/skills", "missing/skills"]\n')
+    (repo / "src" / "deep").mkdir(parents=True)
+    prompt, notices = await session_prompt(tmp_path, monkeypatch, repo / "src" / "deep")
+    assert "- shared: does shared" in prompt
+    assert notices == (
+        f"skill_dirs: {str(repo / 'missing' / 'skills')!r} ({repo / 'missing' / 'skills'}) "
+        "does not exist; no skills read from it",
+    )
+
+
+async def test_the_users_relative_skill_dirs_are_taken_against_the_project_root(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = skills_in(tmp_path, ("work/repo/team-skills/s", "team"))
+    (tmp_path / "user.toml").write_text('skill_dirs = ["team-skills"]\n')
+    prompt, notices = await session_prompt(tmp_path, monkeypatch, repo)
+    assert "- team: does team" in prompt
+    assert notices == ()
+
+
+async def test_claude_code_skills_and_the_roots_rawtrio_skills_are_found_from_a_subfolder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: run from a subfolder, the repository root's `.rawtrio/skills` was
+    missed, and `.claude/skills` / `~/.claude/skills` were never read. A name both define
+    is rawtrio's, and the Claude Code copy is reported as shadowed."""
+    repo = skills_in(
+        tmp_path,
+        ("work/repo/.rawtrio/skills/own", "own"),
+        ("work/repo/.rawtrio/skills/both", "both"),
+        ("work/repo/.claude/skills/claude", "claude"),
+        ("work/repo/.claude/skills/both", "both"),
+        ("home/.claude/skills/personal", "personal"),
+    )
+    (repo / "src").mkdir()
+    prompt, notices = await session_prompt(tmp_path, monkeypatch, repo / "src")
+    for name in ("own", "both", "claude", "personal"):
+        assert f"- {name}: does {name}" in prompt
+    assert prompt.count("- both:") == 1
+    claude_both = repo / ".claude" / "skills" / "both" / "SKILL.md"
+    rawtrio_both = repo / ".rawtrio" / "skills" / "both" / "SKILL.md"
+    assert notices == (f"{claude_both}: skill 'both' is shadowed by {rawtrio_both}; skipped",)
+
+
+async def test_claude_skills_come_from_the_sessions_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On a host, a session resolves against its client's environment: `~/.claude/skills`
+    is the client's HOME, not the host process's."""
+    repo = skills_in(
+        tmp_path,
+        ("client/.claude/skills/mine", "mine"),
+        ("host/.claude/skills/hosts", "hosts"),
+    )
+    monkeypatch.setenv("HOME", str(tmp_path / "host"))
+    env = {
+        "HOME": str(tmp_path / "client"),
+        "RAWTRIO_CONFIG": str(tmp_path / "user.toml"),
+        "RAWTRIO_STATE_DIR": str(tmp_path / "state"),
+        "ANTHROPIC_API_KEY": "sk-ant-test-skill-dirs",
+    }
+    args = build_parser().parse_args(["-p", "hi", "--cwd", str(repo)])
+    setup = await prepare_session(args, headless=True, env=env)
+    prompt = setup.options.system_prompt or ""
+    assert "- mine: does mine" in prompt
+    assert "hosts" not in prompt
+
+
+def test_config_check_lists_the_skills_and_what_was_shadowed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from rawtrio.cli.main import run
+
+    repo = skills_in(
+        tmp_path,
+        ("work/repo/.rawtrio/skills/both", "both"),
+        ("work/repo/.claude/skills/both", "both"),
+        ("work/repo/.claude/skills/claude", "claude"),
+    )
+    monkeypatch.chdir(repo)
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "home" / ".config"))
+    monkeypatch.setenv("RAWTRIO_CONFIG", str(tmp_path / "user.toml"))
+    monkeypatch.setenv("RAWTRIO_STATE_DIR", str(tmp_path / "state"))
+    assert run(["config", "check"]) == 0
+    out, err = capsys.readouterr()
+    assert (
+        f"skills:\n  both  {repo / '.rawtrio/skills/both'}\n"
+        f"  claude  {repo / '.claude/skills/claude'}\n"
+    ) in out
+    assert f"skill 'both' is shadowed by {repo / '.rawtrio/skills/both/SKILL.md'}" in err

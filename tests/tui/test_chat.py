@@ -272,3 +272,28 @@ def test_one_tool_call_selected_with_alt_up_and_expanded_with_enter(
         assert pane.wait_ended() == 0
     finally:
         pane.close()
+
+
+def test_keys_typed_as_soon_as_the_prompt_shows_are_kept(
+    iso: Isolation, chat_model: FakeModel
+) -> None:
+    """The first frame is drawn before the app's modules load and before the session is
+    open: what is typed from then on waits in the terminal and is sent once it can be."""
+    pane = Pane.start(iso, *chat_args(chat_model), env=KEYS)
+    try:
+        pane.wait_for("Enter sends", "the first frame")
+        chat = pane.chat_process()
+        chat.suspend()  # held where the first frame left it: the keys wait in the terminal
+        try:
+            pane.type("say hello")
+            pane.keys("Enter")
+        finally:
+            chat.resume()
+        screen = pane.wait_for("return 42", "the reply to what was typed while starting")
+        assert "› say hello" in screen
+        assert "Hello from the fake model." in screen
+        pane.wait_for("ready │")
+        pane.keys("C-d")
+        assert pane.wait_ended() == 0
+    finally:
+        pane.close()

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+
 import pytest
 
 from rawtrio.tui.markdown import Markup, render
@@ -79,3 +83,25 @@ def test_a_reply_streamed_in_pieces_renders_as_the_whole_text_does() -> None:
         assert "**" not in plain(block.markup())
     block.finish()
     assert plain(block.markup()) == plain(render(text))
+
+
+BLOCK_WITHOUT_LANGUAGE = "Run this:\n\n```\nmake  test\r\n\tsecond line\n```\nDone."
+
+
+def test_a_code_block_without_a_language_is_drawn_without_loading_pygments() -> None:
+    """Pygments (~1 MB resident with its lexer index) loads at the first block that names a
+    language; a block without one is drawn as its text lexer would draw it."""
+    code = (
+        "import sys, json\n"
+        "from rawtrio.tui.markdown import render\n"
+        f"markup = render({BLOCK_WITHOUT_LANGUAGE!r})\n"
+        "print(json.dumps({'pygments': 'pygments' in sys.modules, 'markup': markup}))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    found = json.loads(done.stdout)
+    assert found["pygments"] is False
+    with_text_lexer = render(BLOCK_WITHOUT_LANGUAGE.replace("```\n", "```text\n", 1))
+    assert found["markup"] == json.loads(json.dumps(with_text_lexer))
+    assert "make  test" in plain(with_text_lexer)

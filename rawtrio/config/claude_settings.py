@@ -1,0 +1,500 @@
+"""Claude Code's settings files, read for their `hooks` and `permissions` (docs/compat.md).
+
+Files, lowest precedence first, as Claude Code reads them:
+
+1. the user's `~/.claude/settings.json` (`$CLAUDE_CONFIG_DIR/settings.json` when set);
+2. the project's `.claude/settings.json`, then `.claude/settings.local.json`, in the nearest
+   folder from the working directory up to the repository root that has either.
+
+What is taken, and how:
+
+- `hooks`: every command hook of an event rawtrio has becomes a hook of the `claude-code`
+  dialect (Claude Code's matchers, tool names and input shapes; `rawtrio.compat.claude_code`),
+  run by `/bin/sh -c` like Claude Code runs it, after rawtrio's own hooks.
+- `permissions`: `allow`, `ask` and `deny` entries become rawtrio rules, ordered allow, ask,
+  deny (Claude Code's "deny wins, then ask") and placed before rawtrio's own rules, so under
+  "last match wins" rawtrio's configuration decides every conflict.
+- Everything that cannot be mapped (an event rawtrio does not have, a `prompt` hook, a tool
+  rawtrio does not have, `defaultMode`, other keys) is listed in `notices`, never dropped
+  without a word.
+
+Trust: a project's files obey the rule of `.rawtrio/config.toml` (`rawtrio.config.trust`):
+their hooks and allow rules take effect only once the user trusted that file's content
+(`--trust`); until then they are left out with a notice. Their `deny` and `ask` rules, which
+only restrict, always apply.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final, Literal
+
+from rawtrio.compat.claude_code import compile_matcher, rawtrio_tool_id
+from rawtrio.config.errors import ConfigFileError, problem
+from rawtrio.config.safe_read import MAX_CONFIG_BYTES, UnsafeFileError, read_bounded
+from rawtrio.config.schema import HookConfig, PermissionRuleConfig, WhenConfig
+from rawtrio.config.trust import TrustStore
+
+PROJECT_FILES: Final = (Path(".claude") / "settings.json", Path(".claude") / "settings.local.json")
+USER_DIR_ENV: Final = "CLAUDE_CONFIG_DIR"
+#: The hook events rawtrio runs (Claude Code's names, and rawtrio's `Interrupt`); others
+#: (`Notification`, `SubagentStop`, …) are reported.
+HOOK_EVENTS: Final = frozenset(
+    {
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "PermissionRequest",
+        "PreCompact",
+        "Stop",
+        "Interrupt",
+        "SessionEnd",
+    }
+)
+#: The events whose matcher names tools.
+TOOL_HOOK_EVENTS: Final = frozenset(
+    {"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"}
+)
+#: Claude Code's default hook timeout, in seconds.
+DEFAULT_TIMEOUT_S: Final = 60.0
+#: Characters that chain, substitute or redirect in a shell command: an allow rule never
+#: lets a command through that has one past the part it names.
+_SHELL_META: Final = r"[^\n;&|`$()<>]"
+_ENTRY: Final = re.compile(r"\A([A-Za-z0-9_]+)(?:\((.*)\))?\Z", re.DOTALL)
+#: Tools Claude Code's `Read(...)` / `Edit(...)` rules cover, with their path arguments.
+_READ_TOOLS: Final = (
+    ("read_file", ("path", "files[*].path")),
+    ("list_dir", ("path",)),
+    ("glob", ("path",)),
+    ("grep", ("path",)),
+)
+_EDIT_TOOLS: Final = (("edit_file", ("path",)), ("write_file", ("path",)))
+_PATH_TOOLS: Final[Mapping[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
+    "Read": _READ_TOOLS,
+    "Edit": _EDIT_TOOLS,
+    "MultiEdit": (("edit_file", ("path",)),),
+    "Write": (("write_file", ("path",)),),
+    "Glob": (("glob", ("path",)),),
+    "Grep": (("grep", ("path",)),),
+    "LS": (("list_dir", ("path",)),),
+}
+
+Kind = Literal["user", "project", "local"]
+Effect = Literal["allow", "ask", "deny"]
+
+
+@dataclass(frozen=True, slots=True)
+class ClaudeFile:
+    kind: Kind
+    path: Path
+    #: Shown in origins and notices: `.claude/settings.json` or `~/.claude/settings.json`.
+    shown: str
+    sha256: str
+    #: Whether its hooks and allow rules apply (always for the user's own file).
+    trusted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class ClaudeSettings:
+    """What the Claude Code settings files contribute to a session."""
+
+    files: tuple[ClaudeFile, ...] = ()
+    hooks: tuple[HookConfig, ...] = ()
+    #: `hook_origins[i]` says where `hooks[i]` was written.
+    hook_origins: tuple[str, ...] = ()
+    rules: tuple[PermissionRuleConfig, ...] = ()
+    rule_origins: tuple[str, ...] = ()
+    #: What was not taken, and why.
+    notices: tuple[str, ...] = ()
+    #: The project files whose hooks / allow rules wait for trust.
+    untrusted: tuple[ClaudeFile, ...] = field(default=())
+
+
+def find_settings_files(cwd: Path, env: Mapping[str, str]) -> list[tuple[Kind, Path]]:
+    """The settings files that exist, lowest precedence first."""
+    from rawtrio.config.loader import folders_up_to_root
+
+    found: list[tuple[Kind, Path]] = []
+    user = user_settings_dir(env) / "settings.json"
+    if os.path.lexists(user):
+        found.append(("user", user))
+    for folder in folders_up_to_root(cwd):
+        here = [folder / p for p in PROJECT_FILES]
+        if not any(os.path.lexists(p) for p in here):
+            continue
+        if here[0].parent.resolve() == user.parent.resolve():
+            continue  # the user's own folder, not a project's
+        kinds: tuple[Kind, Kind] = ("project", "local")
+        found.extend((k, p) for k, p in zip(kinds, here, strict=True) if os.path.lexists(p))
+        break
+    return found
+
+
+def user_settings_dir(env: Mapping[str, str]) -> Path:
+    explicit = env.get(USER_DIR_ENV)
+    if explicit:
+        return Path(explicit).expanduser()
+    home = env.get("HOME")
+    return (Path(home) if home else Path.home()) / ".claude"
+
+
+def load_claude_settings(
+    cwd: Path,
+    env: Mapping[str, str],
+    *,
+    trust_store: TrustStore | None = None,
+    trust_project: bool = False,
+) -> ClaudeSettings:
+    """Read the files found from `cwd`. ConfigFileError for a file that is not a JSON
+    object; entries that cannot be mapped are notices, not errors (the file is Claude
+    Code's, and valid there)."""
+    from rawtrio.config.loader import project_root
+
+    reader = _Reader(cwd.resolve(), env)
+    for kind, path in find_settings_files(cwd, env):
+        within = None if kind == "user" else project_root(path.parent.parent)
+        data, digest = _read_json(path, within)
+        shown = _shown(kind, path, env)
+        needs = _needs_trust(data) if kind != "user" else ()
+        trusted = kind == "user" or not needs
+        if not trusted and trust_store is not None:
+            if trust_store.is_trusted(path, digest):
+                trusted = True
+            elif trust_project:
+                trust_store.trust(path, digest)
+                trusted = True
+        file = ClaudeFile(kind, path, shown, digest, trusted)
+        reader.read(file, data)
+        if not trusted:
+            reader.untrusted.append(file)
+            reader.notices.append(
+                f"{shown} defines {', '.join(needs)}, which run code or grant permissions; "
+                "they are ignored until you trust this file (pass --trust); its deny and ask "
+                "rules apply"
+            )
+    return reader.result()
+
+
+def _read_json(path: Path, within: Path | None) -> tuple[dict[str, Any], str]:
+    try:
+        raw = read_bounded(path, limit=MAX_CONFIG_BYTES, within=within)
+    except UnsafeFileError as e:
+        raise ConfigFileError([problem(path, "", f"cannot read the file: it {e.reason}")]) from None
+    try:
+        data = json.loads(raw.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ConfigFileError([problem(path, "", f"expected a JSON object ({e})")]) from None
+    if not isinstance(data, dict):
+        raise ConfigFileError([problem(path, "", "expected a JSON object", type(data).__name__)])
+    return data, hashlib.sha256(raw).hexdigest()
+
+
+def _shown(kind: Kind, path: Path, env: Mapping[str, str]) -> str:
+    if kind != "user":
+        return (Path(".claude") / path.name).as_posix()
+    home = env.get("HOME")
+    with contextlib.suppress(ValueError, RuntimeError):
+        return "~/" + path.relative_to(Path(home) if home else Path.home()).as_posix()
+    return str(path)
+
+
+def _needs_trust(data: Mapping[str, Any]) -> tuple[str, ...]:
+    reasons = []
+    if isinstance(data.get("hooks"), dict) and data["hooks"]:
+        reasons.append("hooks")
+    perms = data.get("permissions")
+    if isinstance(perms, dict) and perms.get("allow"):
+        reasons.append("allow rules")
+    return tuple(reasons)
+
+
+class _Reader:
+    def __init__(self, cwd: Path, env: Mapping[str, str]) -> None:
+        self.cwd = cwd
+        self.home = Path(env.get("HOME") or Path.home())
+        self.files: list[ClaudeFile] = []
+        self.hooks: list[tuple[HookConfig, str]] = []
+        self.rules: dict[Effect, list[tuple[PermissionRuleConfig, str]]] = {
+            "allow": [],
+            "ask": [],
+            "deny": [],
+        }
+        self.notices: list[str] = []
+        self.untrusted: list[ClaudeFile] = []
+
+    def result(self) -> ClaudeSettings:
+        rules = [*self.rules["allow"], *self.rules["ask"], *self.rules["deny"]]
+        return ClaudeSettings(
+            files=tuple(self.files),
+            hooks=tuple(h for h, _ in self.hooks),
+            hook_origins=tuple(o for _, o in self.hooks),
+            rules=tuple(r for r, _ in rules),
+            rule_origins=tuple(o for _, o in rules),
+            notices=tuple(self.notices),
+            untrusted=tuple(self.untrusted),
+        )
+
+    def read(self, file: ClaudeFile, data: Mapping[str, Any]) -> None:
+        self.files.append(file)
+        for key in data:
+            if key not in ("hooks", "permissions", "$schema"):
+                self.notices.append(f"{file.shown}: {key!r} is not read by rawtrio; ignored")
+        hooks = data.get("hooks")
+        if hooks is not None:
+            self._hooks(file, hooks)
+        perms = data.get("permissions")
+        if perms is not None:
+            self._permissions(file, perms)
+
+    def _note(self, file: ClaudeFile, where: str, text: str) -> None:
+        self.notices.append(f"{file.shown}: {where}: {text}")
+
+    def _hooks(self, file: ClaudeFile, hooks: Any) -> None:
+        if not isinstance(hooks, dict):
+            self._note(file, "hooks", "expected an object of events; ignored")
+            return
+        for event, groups in hooks.items():
+            if event not in HOOK_EVENTS:
+                self._note(
+                    file, f"hooks.{event}", "rawtrio has no such event; its hooks do not run"
+                )
+                continue
+            if not isinstance(groups, list):
+                self._note(file, f"hooks.{event}", "expected an array; ignored")
+                continue
+            for i, group in enumerate(groups):
+                self._group(file, event, i, group)
+
+    def _group(self, file: ClaudeFile, event: str, i: int, group: Any) -> None:
+        where = f"hooks.{event}[{i}]"
+        if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
+            self._note(file, where, "expected {matcher, hooks: [...]}; ignored")
+            return
+        matcher = group.get("matcher", "")
+        if not isinstance(matcher, str):
+            self._note(file, f"{where}.matcher", "expected a string; the group is ignored")
+            return
+        try:
+            pattern = compile_matcher(matcher)
+        except ValueError as exc:
+            self._note(file, f"{where}.matcher", f"{exc}; the group is ignored")
+            return
+        if pattern is not None and event in TOOL_HOOK_EVENTS:
+            self._check_tools(file, f"{where}.matcher", matcher, pattern)
+        for j, entry in enumerate(group["hooks"]):
+            self._hook(file, f"{where}.hooks[{j}]", event, matcher, entry)
+
+    def _check_tools(
+        self, file: ClaudeFile, where: str, matcher: str, pattern: re.Pattern[str]
+    ) -> None:
+        """A matcher no rawtrio tool answers to is named (it would never fire)."""
+        from rawtrio.compat.claude_code import TOOL_NAMES
+
+        names = [*TOOL_NAMES.values(), "MultiEdit"]
+        if any(pattern.fullmatch(n) for n in names) or "mcp__" in matcher:
+            return
+        self._note(
+            file,
+            where,
+            f"{matcher!r} names no tool rawtrio has ({', '.join(TOOL_NAMES.values())}, "
+            "mcp__server__tool); these hooks never run",
+        )
+
+    def _hook(self, file: ClaudeFile, where: str, event: str, matcher: str, entry: Any) -> None:
+        if not isinstance(entry, dict):
+            self._note(file, where, "expected an object; ignored")
+            return
+        kind = entry.get("type", "command")
+        command = entry.get("command")
+        if kind != "command":
+            self._note(file, where, f"hooks of type {kind!r} are not supported; ignored")
+            return
+        if not isinstance(command, str) or not command.strip():
+            self._note(file, f"{where}.command", "expected a non-empty string; ignored")
+            return
+        timeout = entry.get("timeout", DEFAULT_TIMEOUT_S)
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+            self._note(file, f"{where}.timeout", f"expected seconds > 0, got {timeout!r}; 60 s")
+            timeout = DEFAULT_TIMEOUT_S
+        if not file.trusted:
+            return
+        hook = HookConfig.model_construct(
+            event=event,
+            match=matcher or "*",
+            command=command,
+            shell=True,
+            timeout_s=float(timeout),
+            env={},
+            dialect="claude-code",
+        )
+        self.hooks.append((hook, f"{file.shown}: {where}"))
+
+    def _permissions(self, file: ClaudeFile, perms: Any) -> None:
+        if not isinstance(perms, dict):
+            self._note(file, "permissions", "expected an object; ignored")
+            return
+        for key, value in perms.items():
+            if key not in ("allow", "ask", "deny"):
+                self._note(
+                    file,
+                    f"permissions.{key}",
+                    "not applied by rawtrio (set permission_mode, confine_paths or rules in "
+                    "rawtrio's config instead)",
+                )
+                continue
+            if not isinstance(value, list):
+                self._note(file, f"permissions.{key}", "expected an array; ignored")
+                continue
+            effect: Effect = key
+            if effect == "allow" and not file.trusted:
+                continue
+            for i, entry in enumerate(value):
+                where = f"permissions.{key}[{i}]"
+                try:
+                    mapped = list(self._rules(file, effect, entry))
+                except _Unmapped as exc:
+                    self._note(file, where, f"{entry!r} {exc}; not applied")
+                    continue
+                for match, path, regex in mapped:
+                    when = WhenConfig.model_construct(path=path, regex=regex) if path else None
+                    rule = PermissionRuleConfig.model_construct(
+                        match=match, effect=effect, when=when
+                    )
+                    self.rules[effect].append((rule, f"{file.shown}: {where} {entry}"))
+
+    def _rules(
+        self, file: ClaudeFile, effect: Effect, entry: Any
+    ) -> Iterator[tuple[str, str | None, str | None]]:
+        """(tool glob, argument path, regex) for each rawtrio rule one entry becomes."""
+        if not isinstance(entry, str):
+            raise _Unmapped("is not a string")
+        found = _ENTRY.match(entry.strip())
+        if found is None:
+            raise _Unmapped("is not of the form Tool or Tool(specifier)")
+        name, spec = found.group(1), found.group(2)
+        if name.startswith("mcp__"):
+            if spec is not None:
+                raise _Unmapped("has a specifier; MCP rules take none")
+            parts = name.removeprefix("mcp__").split("__", 1)
+            tool = parts[1] if len(parts) == 2 and parts[1] else "*"
+            yield (f"mcp/{parts[0]}/{tool}", None, None)
+            return
+        if name == "Bash":
+            yield ("bash", *(("command", bash_regex(spec, effect)) if spec else (None, None)))
+            return
+        if name in _PATH_TOOLS:
+            base = file.path.parent.parent
+            for tool, paths in _PATH_TOOLS[name]:
+                if not spec or spec in ("*", "**"):
+                    yield (tool, None, None)
+                    continue
+                regex = self.path_regex(spec, base, effect)
+                for path in paths:
+                    yield (tool, path, regex)
+            return
+        tool_id = rawtrio_tool_id(name)
+        if tool_id is None:
+            raise _Unmapped(f"names {name}, a tool rawtrio does not have")
+        if spec:
+            raise _Unmapped(f"has a specifier, which rawtrio cannot apply to {tool_id}")
+        yield (tool_id, None, None)
+
+    def path_regex(self, spec: str, base: Path, effect: Effect) -> str:
+        return path_regex(spec, base=base, cwd=self.cwd, home=self.home, effect=effect)
+
+
+class _Unmapped(ValueError):
+    pass
+
+
+def bash_regex(spec: str, effect: Effect) -> str:
+    """A regex over `bash`'s `command` for a Claude Code `Bash(...)` specifier.
+
+    `prefix:*` matches commands that start with `prefix`; `*` elsewhere is any text; other
+    text is the exact command. For `allow`, the whole command must match and what a
+    wildcard covers may hold no shell operator, substitution or redirection (as Claude Code:
+    `Bash(safe:*)` does not allow `safe && other`). For `ask` and `deny`, the named command
+    is found anywhere it could start a command (after `;`, `&&`, `|`, `$(`, …), so chaining
+    cannot slip past it."""
+    prefix = spec.endswith(":*")
+    text = spec[:-2] if prefix else spec
+    pieces = [re.escape(p) for p in text.split("*")]
+    if effect == "allow":
+        body = f"{_SHELL_META}*".join(pieces)
+        tail = f"(?:[ \\t]{_SHELL_META}*)?" if prefix else ""
+        return rf"\A\s*{body}{tail}\s*\Z"
+    pieces = [re.sub(r"(\\ )+", r"\\s+", p) for p in pieces]
+    body = ".*".join(pieces)
+    start = r"(?:\A|[;&|`(\n!{]|\s)\s*"
+    end = "" if prefix or spec.endswith("*") else r"\s*(?:\Z|[;&|`)\n}])"
+    return f"{start}{body}{end}"
+
+
+def path_regex(spec: str, *, base: Path, cwd: Path, home: Path, effect: Effect) -> str:
+    """A regex over a file tool's `path` argument for a Claude Code path specifier
+    (gitignore-style: `//abs`, `~/x`, `/x` from the settings' project folder, `./x` or `x`
+    from the working directory; no `/` but a trailing one: any depth; `**` any folders).
+
+    Paths reach tools as written (absolute, relative to the working directory, `~/…`), so
+    the regex accepts each form. For `allow` a path with a `..` part never matches; for
+    `ask` and `deny` the pattern also matches after any `/`, so `a/../secrets/x` and
+    symlink-free detours are still caught (rules are not a sandbox: docs/security.md)."""
+    spec = spec.removesuffix("/**") or spec  # `dir/**`: the folder and all inside it
+    anywhere = "/" not in spec.rstrip("/")
+    if spec.startswith("//"):
+        target = Path(spec[1:])
+    elif spec.startswith("~/"):
+        target = home / spec[2:]
+    elif spec.startswith("/"):
+        target = base / spec[1:]
+    else:
+        target = cwd / spec.removeprefix("./")
+    glob = _glob_regex(spec.rstrip("/").split("/")[-1] if anywhere else str(target).rstrip("/"))
+    inside = r"(?:/.*)?\Z"
+    if anywhere:
+        forms = [rf"(?:\A|/){glob}{inside}"]
+    else:
+        forms = [rf"\A{glob}{inside}"]
+        for root, lead in ((cwd, r"(?:\./)?"), (home, "~/")):
+            with contextlib.suppress(ValueError):
+                rel = Path(str(target)).relative_to(root).as_posix()
+                forms.append(rf"\A{lead}{_glob_regex(rel)}{inside}")
+        if effect != "allow":
+            with contextlib.suppress(ValueError):
+                rel = Path(str(target)).relative_to(cwd).as_posix()
+                forms.append(rf"/{_glob_regex(rel)}{inside}")
+    regex = "|".join(f"(?:{f})" for f in forms)
+    if effect == "allow":
+        regex = rf"\A(?!.*(?:\A|/)\.\.(?:/|\Z))(?:{regex})"
+    return regex
+
+
+def _glob_regex(glob: str) -> str:
+    out = []
+    i = 0
+    while i < len(glob):
+        if glob.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif glob.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif glob[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif glob[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(glob[i]))
+            i += 1
+    return "".join(out)
