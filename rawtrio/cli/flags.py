@@ -87,8 +87,8 @@ def add_session_flags(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="TOOL",
         help="tools that run without asking: Claude Code's names and patterns (Bash, "
-        "'Bash(git log:*)', Read, mcp__server__tool) or rawtrio's tool ids, comma or "
-        "space separated",
+        "'Bash(git log:*)', Read, 'Edit(./src/**)', mcp__server__tool) or rawtrio's tool "
+        "ids, comma or space separated",
     )
     p.add_argument(
         "--disallowedTools",
