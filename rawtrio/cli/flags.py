@@ -18,7 +18,11 @@ import os
 import re
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any, Final
+
+from rawtrio.compat.claude_code import CLAUDE_ONLY_TOOLS, TOOL_IDS
+from rawtrio.compat.claude_permissions import NotAnEntry, UnknownTool, Unmapped, map_entry
 
 PROVIDERS = ("anthropic", "openai-chat", "openai-responses")
 MODES: Final = ("default", "accept-edits", "plan", "bypass")
@@ -35,34 +39,6 @@ OUTPUT_FORMATS: Final = ("text", "json", "stream-json", "events")
 #: `--input-format`: the prompt as text, or Claude Code's user messages, one JSON a line.
 INPUT_FORMATS: Final = ("text", "stream-json")
 
-#: rawtrio's tool ids by Claude Code's tool names (`--allowedTools Read`).
-CLAUDE_TOOLS: Final = {
-    "Bash": "bash",
-    "BashOutput": "bash_output",
-    "KillShell": "bash_stop",
-    "KillBash": "bash_stop",
-    "Read": "read_file",
-    "Write": "write_file",
-    "Edit": "edit_file",
-    "MultiEdit": "edit_file",
-    "Glob": "glob",
-    "Grep": "grep",
-    "LS": "list_dir",
-    "TodoWrite": "todo_write",
-}
-#: Claude Code's tools rawtrio does not have: named in a tool list they are skipped with a
-#: warning (Claude Code, too, accepts names of tools a session does not have).
-CLAUDE_ONLY_TOOLS: Final = (
-    "WebFetch",
-    "WebSearch",
-    "Task",
-    "NotebookEdit",
-    "NotebookRead",
-    "ExitPlanMode",
-    "SlashCommand",
-    "Skill",
-)
-_PATTERN: Final = re.compile(r"\A([A-Za-z_][\w-]*)(?:\((.*)\))?\Z", re.DOTALL)
 _RAWTRIO_ID: Final = re.compile(r"\A[a-z0-9_*?/\[\].-]+\Z")
 
 
@@ -136,8 +112,8 @@ def add_session_flags(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="TOOL",
         help="tools that run without asking: Claude Code's names and patterns (Bash, "
-        "'Bash(git log:*)', Read, mcp__server__tool) or rawtrio's tool ids, comma or "
-        "space separated",
+        "'Bash(git log:*)', Read, 'Edit(./src/**)', mcp__server__tool) or rawtrio's tool "
+        "ids, comma or space separated",
     )
     p.add_argument(
         "--disallowedTools",
@@ -211,11 +187,9 @@ class ToolRules(argparse.Action):
         for item in items:
             for pattern in split_tool_list(str(item)):
                 try:
-                    rule = tool_rule(pattern, effect)
+                    rules.extend(tool_rules(pattern, effect))
                 except ValueError as exc:
                     parser.error(f"{option_string}: {exc}")
-                if rule is not None:
-                    rules.append(rule)
         # The last matching rule wins: the denials go last, so no allow undoes one (as in
         # Claude Code, where a deny always wins).
         rules.sort(key=lambda rule: rule["effect"] == "deny")
@@ -241,59 +215,49 @@ def split_tool_list(text: str) -> list[str]:
     return parts
 
 
-def tool_rule(pattern: str, effect: str) -> dict[str, Any] | None:
-    """The permission rule of one Claude Code tool name or pattern (or rawtrio tool id);
-    None for a Claude Code tool rawtrio does not have (a warning on stderr says so);
-    `ValueError` naming what cannot be mapped."""
-    if pattern.startswith("mcp__"):
-        server, _, tool = pattern[len("mcp__") :].partition("__")
-        if not server:
-            raise ValueError(f"{pattern!r}: no server name after mcp__")
-        return {"match": f"mcp/{server}/{tool or '*'}", "effect": effect}
-    found = _PATTERN.match(pattern)
-    name, spec = (found.group(1), found.group(2)) if found else (pattern, None)
-    if name in CLAUDE_ONLY_TOOLS:
-        print(f"rawtrio: warning: {pattern}: rawtrio has no {name} tool; skipped", file=sys.stderr)
-        return None
-    if name in CLAUDE_TOOLS:
-        tool = CLAUDE_TOOLS[name]
-    elif found is None or spec is not None:
-        if _RAWTRIO_ID.match(pattern):
-            return {"match": pattern, "effect": effect}
-        raise ValueError(f"{pattern!r} is not a tool name or pattern")
-    elif _RAWTRIO_ID.match(name):  # rawtrio's own tool id (`bash`, `read_file`, `mcp/*`)
-        return {"match": name, "effect": effect}
-    else:
+def tool_rules(
+    pattern: str, effect: str, *, cwd: Path | None = None, home: Path | None = None
+) -> list[dict[str, Any]]:
+    """The permission rules of one Claude Code tool name or pattern, mapped as the same
+    entry of `.claude/settings.json` is (`rawtrio.compat.claude_permissions`; path patterns
+    from the working directory, `cwd`, as Claude Code takes command-line rules), or of a
+    rawtrio tool id. Empty for a Claude Code tool rawtrio does not have (a warning on stderr
+    says so); `ValueError` naming what cannot be mapped."""
+    if effect not in ("allow", "deny"):
+        raise ValueError(f"{effect!r}: a tool list allows or denies")
+    here = cwd if cwd is not None else Path(os.getcwd())
+    try:
+        mapped = map_entry(
+            pattern,
+            "deny" if effect == "deny" else "allow",
+            base=here,
+            cwd=here,
+            home=home if home is not None else Path.home(),
+        )
+    except UnknownTool as exc:
+        if exc.name in CLAUDE_ONLY_TOOLS:
+            print(
+                f"rawtrio: warning: {pattern}: rawtrio has no {exc.name} tool; skipped",
+                file=sys.stderr,
+            )
+            return []
+        if _RAWTRIO_ID.match(pattern):  # rawtrio's own tool id (`bash`, `read_*`)
+            return [{"match": pattern, "effect": effect}]
         raise ValueError(
-            f"{pattern!r}: no such tool (Claude Code's {', '.join(CLAUDE_TOOLS)}, "
+            f"{pattern!r}: no such tool (Claude Code's {', '.join(TOOL_IDS)}, "
             "mcp__server__tool, or a rawtrio tool id)"
-        )
-    if spec is None or spec.strip() in ("", "*"):
-        return {"match": tool, "effect": effect}
-    if tool != "bash":
-        raise ValueError(
-            f"{pattern!r}: only Bash(...) patterns can be given as a flag; write the rule "
-            "in the configuration ([[agents.NAME.permissions]] with `when`, "
-            "docs/configuration.md)"
-        )
-    when = {"path": "command", "regex": bash_regex(spec, effect)}
-    return {"match": tool, "effect": effect, "when": when}
-
-
-def bash_regex(spec: str, effect: str) -> str:
-    """Claude Code's `Bash(...)` specifier as a regular expression over the command:
-    `npm run test:*` (the command and any arguments), `git *` (`*` matches anything),
-    `npm install` (exactly). Fails closed: what an `allow` rule's `*` matches holds no
-    shell operator (`git log:*` never allows `git log; rm -rf ~`: that call asks), while a
-    `deny` rule's matches anything (`rm:*` denies `rm -rf x && ls` too)."""
-    spec = spec.strip()
-    deny = effect == "deny"
-    anything = r"[\s\S]*" if deny else r"[^;&|`$()<>\n\r]*"
-    space = r"\s" if deny else r"[ \t]"  # a newline separates commands
-    if spec.endswith(":*"):
-        prefix = re.escape(spec[:-2])
-        return rf"\A{prefix}(?:{space}{anything})?\Z" if prefix else rf"\A{anything}\Z"
-    return r"\A" + anything.join(re.escape(part) for part in spec.split("*")) + r"\Z"
+        ) from None
+    except NotAnEntry:
+        if _RAWTRIO_ID.match(pattern):  # rawtrio's own tool id (`mcp/*`, `mcp/gh/x`)
+            return [{"match": pattern, "effect": effect}]
+        raise ValueError(f"{pattern!r} is not a tool name or pattern") from None
+    except Unmapped as exc:
+        raise ValueError(f"{pattern!r} {exc}") from None
+    return [
+        {"match": rule.match, "effect": effect}
+        | ({"when": {"path": rule.path, "regex": rule.regex}} if rule.path else {})
+        for rule in mapped
+    ]
 
 
 def settle_headless_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
