@@ -113,6 +113,7 @@ async def prepare_session(
         cwd=cwd,
         provider=provider,
         max_steps=resolved.max_steps,
+        max_parallel_tool_calls=resolved.max_parallel_tool_calls,
         max_output_tokens=resolved.model.max_output_tokens,
         tools=ToolSettings(
             output_cap=resolved.tool_output_cap,

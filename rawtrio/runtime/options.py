@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 from rawtrio.context.accounting import ModelPrices
 from rawtrio.context.compaction import CompactionSettings
-from rawtrio.contracts import DEFAULT_MAX_STEPS
+from rawtrio.contracts import DEFAULT_MAX_PARALLEL_TOOL_CALLS, DEFAULT_MAX_STEPS
 from rawtrio.hooks import HookSpec
 from rawtrio.permissions.rules import PermissionMode, Rule
 from rawtrio.providers.base import ProviderSettings
@@ -31,6 +31,8 @@ class SessionOptions:
     cwd: Path
     provider: ProviderSettings
     max_steps: int = DEFAULT_MAX_STEPS
+    #: Calls of one read-only group running at once (1: one after another).
+    max_parallel_tool_calls: int = DEFAULT_MAX_PARALLEL_TOOL_CALLS
     max_output_tokens: int = 8192
     tools: ToolSettings = field(default_factory=ToolSettings)
     #: Replaces the built-in base prompt when set (fixed at session creation).

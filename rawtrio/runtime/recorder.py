@@ -177,8 +177,9 @@ class Recorder:
         await self._durably(turn, results)
         ids = {r.call_id for r in results}
         turn.pending = [c for c in turn.pending if c.id not in ids]
-        if turn.running is not None and turn.running.call.id in ids:
-            turn.running = None
+        for call_id in ids:
+            turn.running.pop(call_id, None)
+            turn.finished.pop(call_id, None)
         for r in results:
             self.emit(
                 ev.ToolCallFinished(
@@ -245,10 +246,15 @@ class Recorder:
                 cut.append("your reply was cut off while streaming and was not kept")
                 turn.streaming = None
             if turn.pending:
-                results = [cancelled_result(c, turn.running, reason) for c in turn.pending]
-                if outcome is not TurnOutcome.CANCELLED:
-                    results = [_as_error(r, reason) for r in results]
-                cut.extend(f"tool call {r.name} ({r.call_id}): {r.content}" for r in results)
+                results = [
+                    turn.finished.get(c.id) or cut_result(c, turn, outcome, reason)
+                    for c in turn.pending
+                ]
+                cut.extend(
+                    f"tool call {r.name} ({r.call_id}): {r.content}"
+                    for r in results
+                    if r.call_id not in turn.finished
+                )
                 await write(lambda: self.commit_results(turn, results))
             await write(lambda: self.store.set_state(sid, USAGE_STATE_KEY, usage))
             # Late-bound: a retried outcome is the one the turn ended with.
@@ -280,6 +286,12 @@ class Recorder:
             while len(self.ended) > REMEMBER_ENDED:
                 self.ended.pop(next(iter(self.ended)))
         return ended
+
+
+def cut_result(call: ToolCall, turn: Turn, outcome: TurnOutcome, reason: str) -> ToolResult:
+    """The result of a call the turn's end cut: `cancelled`, or an error for a failed turn."""
+    r = cancelled_result(call, turn.running.get(call.id), reason)
+    return r if outcome is TurnOutcome.CANCELLED else _as_error(r, reason)
 
 
 def _as_error(r: ToolResult, reason: str) -> ToolResult:

@@ -137,5 +137,12 @@ class Tool:
     input_schema: FrozenJSON
     handler: Handler
     read_only: bool = False
+    #: Whether one call is read-only, for a tool whose answer depends on its arguments
+    #: (`task`: whether the child agent is); None: `read_only` decides. Read-only calls
+    #: of one reply run side by side (docs/contracts.md, Concurrency inside a turn).
+    read_only_for: Callable[[Mapping[str, Any]], bool] | None = None
+    #: Consecutive calls of this tool run side by side even when they may write (`task`:
+    #: children run concurrently, each through its own permission gate).
+    concurrent: bool = False
     #: The argument shown on a tool's one-line summary in front ends (e.g. "command").
     key_argument: str | None = None
