@@ -69,6 +69,7 @@ BUILTIN_TOOL_NAMES: Final = (
     "todo_read",
     "bash_output",
     "bash_stop",
+    "task",
 )
 
 #: Names sent to providers must match this (the strictest of the three APIs).

@@ -246,6 +246,7 @@ async def run_call(host: TurnHost, turn: Turn, call: ToolCall) -> ToolResult:
         env=host.options.env,
         jobs=host.jobs,
         plan=host.plan,
+        subagents=host.subagents,
     )
     # Durably marks the call as starting, then a checkpoint: a cancellation that landed
     # before this point stops the call from starting (I4).

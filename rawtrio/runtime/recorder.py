@@ -57,6 +57,7 @@ class Recorder:
         context: list[Message],
         last_seq: int,
         note: str | None,
+        forward: Callable[[ev.Event], None] | None = None,
     ) -> None:
         self.session_id = session_id
         self.store = store
@@ -72,6 +73,8 @@ class Recorder:
         self.unsaved: list[Write] = []
         #: The last `REMEMBER_ENDED` turn endings, oldest first.
         self.ended: dict[str, ev.TurnEnded] = {}
+        #: A `task` child's bridge to its parent: gets every event after it is published.
+        self.forward = forward
 
     def emit(self, event: E) -> E:
         """Number, record and publish an event; returns it as subscribers got it.
@@ -82,6 +85,8 @@ class Recorder:
         event = ev.with_seq(self.redactor.scrub(event), self.seq)
         self.store.record_event(event)
         self.hub.publish(event)
+        if self.forward is not None:
+            self.forward(event)
         return event
 
     async def store_call(self, call: Callable[[], Awaitable[None]]) -> None:

@@ -130,6 +130,7 @@ class Runtime:
                 context=await self.store.load_context(session_id),
                 last_seq=await self.store.last_seq(session_id),
                 provider_factory=self._provider_factory,
+                registry_factory=self._registry_factory,
                 note="\n\n".join(n for n in notes if n) or None,
             )
             await self._nursery.start(self._run_session, session)

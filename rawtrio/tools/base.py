@@ -30,6 +30,7 @@ from rawtrio.redaction import Redactor
 if TYPE_CHECKING:
     from rawtrio.tools.backend import Backend
     from rawtrio.tools.background import BackgroundJobs
+    from rawtrio.tools.task import SubagentRunner
     from rawtrio.tools.todo import Plan
 
 
@@ -91,6 +92,7 @@ class ToolContext:
         backend: Backend | None = None,
         jobs: BackgroundJobs | None = None,
         plan: Plan | None = None,
+        subagents: SubagentRunner | None = None,
     ) -> None:
         self.session_id = session_id
         self.call_id = call_id
@@ -108,6 +110,8 @@ class ToolContext:
         self.jobs = jobs
         #: The session's task list; None where the session keeps none.
         self.plan = plan
+        #: Starts `task` children of the session; None where the session starts none.
+        self.subagents = subagents
         self.cancel_report: CancelReport | None = None
 
     def output(self, text: str) -> None:

@@ -1,0 +1,273 @@
+"""`task` children (docs/contracts.md, The `task` tool): real SDKs against the fake model
+server, real subprocesses, the child a session of its own inside the parent's call."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from rawtrio import events as ev
+from rawtrio.contracts import ToolStatus, TurnOutcome
+from rawtrio.messages import ProviderKind, ToolResult, check_pairing
+from rawtrio.permissions.approval import ApprovalDecision
+from rawtrio.permissions.rules import PermissionMode
+from rawtrio.store.memory import MemoryStore
+from tests.conftest import session_on
+
+
+def task(description: str, prompt: str) -> dict[str, Any]:
+    return {"name": "task", "arguments": {"description": description, "prompt": prompt}}
+
+
+def scenario(
+    *children: tuple[str, list[dict[str, Any]]], parent_calls: Any = None
+) -> dict[str, Any]:
+    """The parent asks for `parent_calls` on "go"; each child answers its prompt's rule."""
+    calls = parent_calls if parent_calls is not None else [task("look around", "child one")]
+    rules = [{"match": match, "replies": replies} for match, replies in children]
+    return {
+        "rules": [
+            *rules,
+            {"match": "after", "replies": [{"text": "fine"}]},
+            {
+                "match": "go",
+                "replies": [{"text": "Delegating.", "tool_calls": calls}, {"text": "Parent done."}],
+            },
+        ]
+    }
+
+
+async def _until_ended(sub: Any) -> list[ev.Event]:
+    out: list[ev.Event] = []
+    async for event in sub:
+        out.append(event)
+        if isinstance(event, ev.TurnEnded) and event.session_id == out[0].session_id:
+            break
+    return out
+
+
+async def test_child_answers_and_its_text_is_the_result(wire: ProviderKind, tmp_path: Path) -> None:
+    sc = scenario(("child one", [{"text": "The child found three files."}]))
+    store = MemoryStore()
+    async with session_on(sc, wire, tmp_path, store=store) as (session, _, runtime):
+        with session.subscribe() as sub:
+            ended = await session.run_turn("go")
+            events = await _until_ended(sub)
+        assert ended.outcome is TurnOutcome.COMPLETED, ended.reason
+        results = [m for m in session.context if isinstance(m, ToolResult)]
+        assert [r.status for r in results] == [ToolStatus.OK]
+        assert results[0].content == "The child found three files."
+        child_id = results[0].details["child_session_id"]
+        assert check_pairing(session.context) == []
+        # Linked to its parent, listed under it, never among the top-level sessions.
+        children = await store.list_children(session.id)
+        assert [c.id for c in children] == [child_id]
+        assert children[0].parent_id == session.id
+        assert children[0].parent_call_id == results[0].call_id
+        assert children[0].depth == 1
+        assert child_id not in {r.id for r in await runtime.list_sessions()}
+        assert child_id not in runtime.live_sessions
+        # Its own transcript: the prompt, its answer, one outcome.
+        child_events = await store.events_since(child_id, 0)
+        assert [e.text for e in child_events if isinstance(e, ev.UserMessageCommitted)] == [
+            "child one"
+        ]
+        child_ends = [e for e in child_events if isinstance(e, ev.TurnEnded)]
+        assert [e.outcome for e in child_ends] == [TurnOutcome.COMPLETED]
+        # The parent's subscribers saw the child start, its events, its end, in that order.
+        types = [e.type for e in events]
+        assert types.index("tool_call_started") < types.index("subagent_started")
+        assert types.index("subagent_started") < types.index("subagent_event")
+        assert types.index("subagent_ended") < types.index("tool_call_finished")
+        wrapped = [e for e in events if isinstance(e, ev.SubagentEvent)]
+        assert {e.child_session_id for e in wrapped} == {child_id}
+        # The child's usage is in the parent's totals.
+        assert session.usage.output_tokens > 0
+        again = await session.run_turn("after")
+        assert again.outcome is TurnOutcome.COMPLETED, again.reason
+
+
+async def test_children_of_one_reply_run_concurrently(wire: ProviderKind, tmp_path: Path) -> None:
+    # Each child waits (polling a file) for the other's marker: one after another, the
+    # first would never finish.
+    a, b = tmp_path / "a", tmp_path / "b"
+    wait_for = "for i in $(seq 1 400); do [ -e {0} ] && exit 0; sleep 0.05; done; exit 1"
+    sc = scenario(
+        (
+            "child A",
+            [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "bash",
+                            "arguments": {"command": f"touch {a}; {wait_for.format(b)}"},
+                        }
+                    ]
+                },
+                {"text": "A done"},
+            ],
+        ),
+        (
+            "child B",
+            [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "bash",
+                            "arguments": {"command": f"touch {b}; {wait_for.format(a)}"},
+                        }
+                    ]
+                },
+                {"text": "B done"},
+            ],
+        ),
+        parent_calls=[task("first", "child A"), task("second", "child B")],
+    )
+    async with session_on(sc, wire, tmp_path) as (session, _, _):
+        ended = await session.run_turn("go")
+        results = [m for m in session.context if isinstance(m, ToolResult)]
+    assert ended.outcome is TurnOutcome.COMPLETED, ended.reason
+    assert [r.content for r in results] == ["A done", "B done"]
+
+
+async def test_cancel_while_child_runs_a_process(wire: ProviderKind, tmp_path: Path) -> None:
+    pidfile = tmp_path / "pid"
+    sc = scenario(
+        (
+            "child one",
+            [
+                {
+                    "text": "Running.",
+                    "tool_calls": [
+                        {
+                            "name": "bash",
+                            "arguments": {
+                                "command": f"echo $$ > {pidfile}; echo started; exec sleep 60"
+                            },
+                        }
+                    ],
+                },
+                {"text": "never"},
+            ],
+        )
+    )
+    store = MemoryStore()
+    async with session_on(sc, wire, tmp_path, store=store) as (session, _, _):
+        with session.subscribe() as sub:
+            turn_id = await session.submit("go")
+            async for event in sub:
+                if (
+                    isinstance(event, ev.SubagentEvent)
+                    and event.event["type"] == "tool_output_delta"
+                ):
+                    session.cancel("test cancel")
+                    break
+            ended = await session.wait_turn(turn_id)
+        assert ended.outcome is TurnOutcome.CANCELLED
+        results = [m for m in session.context if isinstance(m, ToolResult)]
+        assert [(r.status, r.started) for r in results] == [(ToolStatus.CANCELLED, True)]
+        assert "subagent 'look around' was cancelled" in results[0].content
+        assert "bash: cancelled" in results[0].content
+        assert check_pairing(session.context) == []
+        # The child recorded a result for its cut call and one outcome, with the reason.
+        (child,) = await store.list_children(session.id)
+        child_context = await store.load_context(child.id)
+        assert check_pairing(child_context) == []
+        child_results = [m for m in child_context if isinstance(m, ToolResult)]
+        assert [(r.status, r.started) for r in child_results] == [(ToolStatus.CANCELLED, True)]
+        ends = [e for e in await store.events_since(child.id, 0) if isinstance(e, ev.TurnEnded)]
+        assert [(e.outcome, e.reason) for e in ends] == [(TurnOutcome.CANCELLED, "test cancel")]
+        # Its process is gone.
+        pid = int(pidfile.read_text())
+        assert not _alive(pid)
+        again = await session.run_turn("after")
+        assert again.outcome is TurnOutcome.COMPLETED, again.reason
+
+
+async def test_cancel_while_child_streams(wire: ProviderKind, tmp_path: Path) -> None:
+    sc = scenario(("child one", [{"text": "words " * 40, "chunk": 4, "stall_after": 5}]))
+    store = MemoryStore()
+    async with session_on(sc, wire, tmp_path, store=store) as (session, _, _):
+        with session.subscribe() as sub:
+            turn_id = await session.submit("go")
+            async for event in sub:
+                if isinstance(event, ev.SubagentEvent) and event.event["type"] == "text_delta":
+                    session.cancel("test cancel")
+                    break
+            ended = await session.wait_turn(turn_id)
+        assert ended.outcome is TurnOutcome.CANCELLED
+        results = [m for m in session.context if isinstance(m, ToolResult)]
+        assert [r.status for r in results] == [ToolStatus.CANCELLED]
+        assert "Its last text:\nword" in results[0].content  # what the child had said
+        (child,) = await store.list_children(session.id)
+        child_events = await store.events_since(child.id, 0)
+        assert [e.type for e in child_events].count("stream_interrupted") == 1
+        assert [e.outcome for e in child_events if isinstance(e, ev.TurnEnded)] == [
+            TurnOutcome.CANCELLED
+        ]
+
+
+async def test_child_approval_reaches_the_parent_and_rules_narrow(
+    wire: ProviderKind, tmp_path: Path
+) -> None:
+    """The parent asks before bash; the child's call asks the parent's front ends (labelled),
+    and a denial there is the child's result."""
+    sc = scenario(
+        (
+            "child one",
+            [
+                {"tool_calls": [{"name": "bash", "arguments": {"command": "echo hi"}}]},
+                {"text": "bash was refused"},
+            ],
+        )
+    )
+    async with session_on(
+        sc,
+        wire,
+        tmp_path,
+        permission_mode=PermissionMode.DEFAULT,
+    ) as (session, _, _):
+        with session.subscribe() as sub:
+            turn_id = await session.submit("go")
+            async for event in sub:
+                if isinstance(event, ev.PermissionRequested) and event.tool_id == "bash":
+                    assert event.summary.startswith("[subagent look around]")
+                    session.answer_permission(event.request_id, ApprovalDecision.deny("no"))
+                elif isinstance(event, ev.PermissionRequested):
+                    session.answer_permission(event.request_id, ApprovalDecision.allow_once())
+                if isinstance(event, ev.TurnEnded) and event.session_id == session.id:
+                    break
+            ended = await session.wait_turn(turn_id)
+        assert ended.outcome is TurnOutcome.COMPLETED, ended.reason
+        results = [m for m in session.context if isinstance(m, ToolResult)]
+        assert [r.content for r in results] == ["bash was refused"]
+
+
+async def test_depth_is_bounded(wire: ProviderKind, tmp_path: Path) -> None:
+    sc = scenario(("child one", [{"text": "x"}]))
+    async with session_on(sc, wire, tmp_path, max_subagent_depth=0) as (session, _, _):
+        ended = await session.run_turn("go")
+        assert "task" not in {s.name for s in session.tool_specs}
+        results = [m for m in session.context if isinstance(m, ToolResult)]
+    assert ended.outcome is TurnOutcome.COMPLETED, ended.reason
+    assert results[0].status is ToolStatus.ERROR
+    assert "max_subagent_depth" in results[0].content
+
+
+async def test_a_failing_child_is_an_error_result(wire: ProviderKind, tmp_path: Path) -> None:
+    sc = scenario(("child one", [{"error": {"status": 400}}]))
+    async with session_on(sc, wire, tmp_path) as (session, _, _):
+        ended = await session.run_turn("go")
+        results = [m for m in session.context if isinstance(m, ToolResult)]
+    assert ended.outcome is TurnOutcome.COMPLETED, ended.reason
+    assert results[0].status is ToolStatus.ERROR
+    assert "ended with error" in results[0].content
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return True
