@@ -34,6 +34,8 @@ HookEvent = Literal[
     "Stop",
     "Interrupt",
     "SessionEnd",
+    "SubagentStart",
+    "SubagentStop",
 ]
 
 PositiveInt = Annotated[int, Field(gt=0)]

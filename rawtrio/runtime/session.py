@@ -507,6 +507,11 @@ class Session:
     def add_child_usage(self, usage: UsageTotals) -> None:
         self.model.usage = add_usage(self.model.usage, usage)
 
+    def after_turn(self, event: HookEvent, payload: Mapping[str, Any]) -> None:
+        """Run hooks owned by the session, not the (cancelled) turn."""
+        if self._nursery is not None and not self._closing:
+            self._nursery.start_soon(self.run_hooks, event, payload)
+
     def subscribe(self, buffer: int = DEFAULT_BUFFER) -> Subscription:
         return self.recorder.hub.subscribe(buffer)
 

@@ -31,12 +31,14 @@ from rawtrio.context.accounting import UsageTotals
 from rawtrio.contracts import CLEANUP_DEADLINE_S, ToolStatus, TurnOutcome
 from rawtrio.frozen import freeze
 from rawtrio.groups import collapse_group
+from rawtrio.hooks import HookEvent, payloads
 from rawtrio.permissions.policy import PermissionPolicy
 from rawtrio.permissions.rules import Decision, Effect
 from rawtrio.store.base import ParentLink
 from rawtrio.tools.base import ToolContext, ToolOutput
 
 if TYPE_CHECKING:
+    from rawtrio.hooks import HookOutcome
     from rawtrio.permissions.approval import ApprovalBroker
     from rawtrio.runtime.options import SessionOptions
     from rawtrio.runtime.recorder import Recorder
@@ -77,6 +79,8 @@ class Session(ChildSession, Protocol):
     def on_turn_cancel(self, callback: Callable[[str], object]) -> Callable[[], None]: ...
     def turn_cancel_reason(self) -> str | None: ...
     def add_child_usage(self, usage: UsageTotals) -> None: ...
+    def after_turn(self, event: HookEvent, payload: Mapping[str, Any]) -> None: ...
+    async def run_hooks(self, event: HookEvent, payload: Mapping[str, Any]) -> HookOutcome: ...
 
 
 #: How strict each effect is: the stricter of two decisions wins.
@@ -202,6 +206,14 @@ class Subagents:
                 depth=depth,
             )
         )
+        start = payloads.subagent_start(
+            call_id=ctx.call_id,
+            description=description,
+            agent=agent,
+            child_session_id=child.id,
+            depth=depth,
+        )
+        await parent.run_hooks(HookEvent.SUBAGENT_START, start)
         started = time.monotonic()
         ended: ev.TurnEnded | None = None
         child_turn: str | None = None
@@ -223,6 +235,8 @@ class Subagents:
             elapsed = round(time.monotonic() - started, 3)
             ended = child.recorder.ended.get(child_turn or "")
             self._ended(bridge, ended, "cancelled")
+            # SubagentStop runs after the turn, owned by the session (like Interrupt).
+            parent.after_turn(HookEvent.SUBAGENT_STOP, self._stop_payload(bridge, ended))
             ctx.report_cancelled(
                 f"subagent {description!r} was cancelled after {elapsed} s "
                 f"(child session {child.id}).\n{bridge.summary(ended)}",
@@ -234,6 +248,7 @@ class Subagents:
         finally:
             parent.add_child_usage(child.usage)
         assert ended is not None  # wait_turn returned
+        await parent.run_hooks(HookEvent.SUBAGENT_STOP, self._stop_payload(bridge, ended))
         self._ended(bridge, ended, ended.reason)
         details |= {"outcome": str(ended.outcome), "steps": ended.steps}
         details |= {"tool_calls": len(bridge.calls), **self._usage(child.usage)}
@@ -260,6 +275,15 @@ class Subagents:
                 outcome=ended.outcome if ended is not None else TurnOutcome.CANCELLED,
                 reason=ended.reason if ended is not None else fallback,
             )
+        )
+
+    @staticmethod
+    def _stop_payload(bridge: Bridge, ended: ev.TurnEnded | None) -> dict[str, Any]:
+        return payloads.subagent_stop(
+            call_id=bridge.call_id,
+            child_session_id=bridge.child_id,
+            outcome=str(ended.outcome) if ended is not None else "cancelled",
+            reason=ended.reason if ended is not None else "cancelled",
         )
 
     @staticmethod

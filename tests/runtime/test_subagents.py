@@ -3,12 +3,14 @@ server, real subprocesses, the child a session of its own inside the parent's ca
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 from typing import Any
 
 from rawtrio import events as ev
 from rawtrio.contracts import ToolStatus, TurnOutcome
+from rawtrio.hooks import HookEvent, HookSpec
 from rawtrio.messages import ProviderKind, ToolResult, check_pairing
 from rawtrio.permissions.approval import ApprovalDecision
 from rawtrio.permissions.rules import PermissionMode
@@ -271,3 +273,42 @@ def _alive(pid: int) -> bool:
     except ProcessLookupError:
         return False
     return True
+
+
+async def test_hooks_run_for_the_child_with_its_parent(wire: ProviderKind, tmp_path: Path) -> None:
+    log = tmp_path / "hooks.jsonl"
+    record = f"cat >> {log}; echo >> {log}"
+    hooks = tuple(
+        HookSpec(event, record, shell=True)
+        for event in (HookEvent.SUBAGENT_START, HookEvent.SUBAGENT_STOP, HookEvent.PRE_TOOL_USE)
+    )
+    sc = scenario(
+        (
+            "child one",
+            [
+                {"tool_calls": [{"name": "bash", "arguments": {"command": "echo hi"}}]},
+                {"text": "ok"},
+            ],
+        )
+    )
+    async with session_on(sc, wire, tmp_path, hooks=hooks) as (session, _, _):
+        ended = await session.run_turn("go")
+        results = [m for m in session.context if isinstance(m, ToolResult)]
+    assert ended.outcome is TurnOutcome.COMPLETED, ended.reason
+    child_id = results[0].details["child_session_id"]
+    seen = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    by_event = [(s["hook_event_name"], s.get("tool_name")) for s in seen]
+    assert by_event == [
+        ("PreToolUse", "task"),
+        ("SubagentStart", None),
+        ("PreToolUse", "bash"),
+        ("SubagentStop", None),
+    ]
+    start, child_call, stop = seen[1], seen[2], seen[3]
+    assert start["session_id"] == session.id
+    assert start["child_session_id"] == child_id
+    assert start["description"] == "look around"
+    assert child_call["session_id"] == child_id
+    assert child_call["parent_session_id"] == session.id
+    assert stop["outcome"] == "completed"
+    assert "parent_session_id" not in seen[0]
