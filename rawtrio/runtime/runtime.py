@@ -173,6 +173,10 @@ class Runtime:
         """Stored sessions, most recently updated first (optionally of one directory)."""
         return await self.store.list_sessions(cwd=cwd)
 
+    async def list_children(self, session_id: str) -> list[SessionRecord]:
+        """A session's `task` children, oldest first (never in `list_sessions`)."""
+        return await self.store.list_children(session_id)
+
     async def get_session(self, session_id: str) -> SessionRecord:
         return await self.store.get_session(session_id)
 
