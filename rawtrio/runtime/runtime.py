@@ -112,6 +112,7 @@ class Runtime:
         # also repairs what a crash left: results for cut calls, interrupted turns (I6).
         report = await self.store.open_for_write(session_id)
         try:
+            await self._recover_children(session_id)
             record = await self.store.get_session(session_id)
             notes = [
                 await self.store.get_state(session_id, PENDING_NOTE_KEY),
@@ -142,6 +143,18 @@ class Runtime:
         if not session.closed:
             self._live[session_id] = session
         return session
+
+    async def _recover_children(self, session_id: str) -> None:
+        """Repair what a crash left in the session's `task` children (and theirs): they are
+        never opened on their own, so their cut calls get their results here (I6)."""
+        for child in await self.store.list_children(session_id):
+            await self.store.open_for_write(child.id)
+            try:
+                await self._recover_children(child.id)
+            finally:
+                with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
+                    cleanup.shield = True
+                    await self.store.close_session(child.id)
 
     async def _run_session(
         self, session: Session, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
