@@ -128,6 +128,8 @@ class Subagents:
     def __init__(self, parent: Session) -> None:
         self.parent = parent
         self.slots = trio.CapacityLimiter(max(1, parent.options.max_concurrent_subagents))
+        #: The children running now, by the parent's `task` call id.
+        self.live: dict[str, ChildSession] = {}
 
     async def run(
         self, ctx: ToolContext, *, description: str, prompt: str, agent: str | None
@@ -194,11 +196,28 @@ class Subagents:
             inherit_prompt=agent is None,
         )
         bridge.child_id = child.id
+        self.live[ctx.call_id] = child
+        try:
+            return await self._run(ctx, child, bridge, description, prompt, agent, depth)
+        finally:
+            self.live.pop(ctx.call_id, None)
+
+    async def _run(
+        self,
+        ctx: ToolContext,
+        child: ChildSession,
+        bridge: Bridge,
+        description: str,
+        prompt: str,
+        agent: str | None,
+        depth: int,
+    ) -> ToolOutput:
+        parent = self.parent
         details: dict[str, Any] = {"child_session_id": child.id, "agent": agent, "depth": depth}
         parent.recorder.emit(
             ev.SubagentStarted(
                 session_id=parent.id,
-                turn_id=turn_id,
+                turn_id=bridge.turn_id,
                 call_id=ctx.call_id,
                 child_session_id=child.id,
                 description=description,
