@@ -363,9 +363,11 @@ class Bridge:
                 event = dataclasses.replace(
                     event, summary=f"[subagent {self.label}] {event.summary}"
                 )
-            parent.recorder.emit(
-                dataclasses.replace(event, session_id=parent.id, turn_id=self.turn_id, seq=0)
+            # On the parent's `task` call: its front ends show it there.
+            relayed = dataclasses.replace(
+                event, session_id=parent.id, turn_id=self.turn_id, call_id=self.call_id, seq=0
             )
+            parent.recorder.emit(relayed)
         parent.recorder.emit(
             ev.SubagentEvent(
                 session_id=parent.id,

@@ -312,3 +312,46 @@ async def test_hooks_run_for_the_child_with_its_parent(wire: ProviderKind, tmp_p
     assert child_call["parent_session_id"] == session.id
     assert stop["outcome"] == "completed"
     assert "parent_session_id" not in seen[0]
+
+
+async def test_the_transcript_view_nests_the_child_under_the_task_call(
+    wire: ProviderKind, tmp_path: Path
+) -> None:
+    from rawtrio.runtime.view import ToolCallView, TranscriptView
+
+    sc = scenario(
+        (
+            "child one",
+            [
+                {"tool_calls": [{"name": "bash", "arguments": {"command": "echo hi"}}]},
+                {"text": "child says hi"},
+            ],
+        )
+    )
+    async with session_on(sc, wire, tmp_path) as (session, _, _):
+        await session.run_turn("go")
+        history = await session.events_since(0)
+    view = TranscriptView.replay(history)
+    tools = [i for i in view.items() if isinstance(i, ToolCallView)]
+    assert [t.tool_id for t in tools] == ["task"]  # the child's calls are not the parent's
+    assert tools[0].output.splitlines() == [
+        "→ bash command=echo hi",
+        "← bash ok",
+        "child says hi",
+        "[subagent completed: end_turn]",
+    ]
+    # ACP: the child's progress is `tool_call_update` content on the parent's call.
+    from rawtrio.acp.updates import UpdateMapper
+
+    mapper = UpdateMapper(tmp_path)
+    updates = [u for e in history for u in mapper.updates(e)]
+    task_id = tools[0].call_id
+    texts = [
+        c["content"]["text"]
+        for u in updates
+        if u.get("toolCallId") == task_id and u["sessionUpdate"] == "tool_call_update"
+        for c in u.get("content", [])
+        if c.get("type") == "content"
+    ]
+    assert any("→ bash command=echo hi" in t for t in texts)
+    assert {u.get("toolCallId") for u in updates if "toolCallId" in u} == {task_id}
