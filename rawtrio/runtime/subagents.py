@@ -29,6 +29,7 @@ import trio
 from rawtrio import events as ev
 from rawtrio.context.accounting import UsageTotals
 from rawtrio.contracts import CLEANUP_DEADLINE_S, ToolStatus, TurnOutcome
+from rawtrio.errors import RawtrioError
 from rawtrio.frozen import freeze
 from rawtrio.groups import collapse_group
 from rawtrio.hooks import HookEvent, payloads
@@ -146,7 +147,7 @@ class Subagents:
         async with self.slots:
             try:
                 options = await self._options_for(agent, depth)
-            except (KeyError, ValueError) as exc:
+            except (KeyError, ValueError, RawtrioError) as exc:
                 return ToolOutput.error(f"not run: {exc}")
             return await self._run_child(ctx, options, description, prompt, agent, depth)
 

@@ -91,3 +91,68 @@ def test_a_child_is_stored_under_its_parent(iso: Isolation, server: FakeModelSer
     again = ask(iso, server, "say hello", "--continue")
     assert again.returncode == 0, again
     assert again.json_lines()[0]["session_id"] == parent_id
+
+
+def test_a_named_agent_runs_the_child_and_stream_json_tags_its_events(
+    iso: Isolation, server: FakeModelServer
+) -> None:
+    config = iso.home / ".config" / "rawtrio" / "config.toml"
+    config.parent.mkdir(parents=True, exist_ok=True)
+    config.write_text(
+        '[agents.reader]\nsystem_prompt = "You only read."\ntools = ["read_file", "grep"]\n'
+    )
+    server.set_scenario(
+        Scenario.from_dict(
+            {
+                "rules": [
+                    {"match": "child work", "replies": [{"text": "read it"}]},
+                    {
+                        "match": "delegate",
+                        "replies": [
+                            {
+                                "tool_calls": [
+                                    {
+                                        "name": "task",
+                                        "arguments": {
+                                            "description": "read",
+                                            "prompt": "child work",
+                                            "agent": "reader",
+                                        },
+                                    }
+                                ]
+                            },
+                            {"text": "done"},
+                        ],
+                    },
+                ]
+            }
+        )
+    )
+    done = ask(iso, server, "delegate please").returncode
+    assert done == 0
+    child_request = next(r for r in server.requests if r.user_text == "child work")
+    system = json.dumps(child_request.body.get("system"))
+    assert "You only read." in system
+    assert [t["name"] for t in child_request.body["tools"]] == ["read_file", "grep"]
+    streamed = run_rawtrio(
+        iso,
+        "-p",
+        "delegate again",
+        "--base-url",
+        server.base_url,
+        "--model",
+        "test-model",
+        "--output-format",
+        "stream-json",
+        env=KEYS,
+    )
+    assert streamed.returncode == 0, streamed
+    lines = streamed.json_lines()
+    started = [line for line in lines if line["type"] == "subagent_started"]
+    assert len(started) == 1
+    child_id = started[0]["child_session_id"]
+    nested = [line for line in lines if line["type"] == "subagent_event"]
+    assert nested
+    assert {line["child_session_id"] for line in nested} == {child_id}
+    assert {line["event"]["session_id"] for line in nested} == {child_id}
+    assert any(line["event"]["type"] == "turn_ended" for line in nested)
