@@ -84,8 +84,13 @@ async def test_child_answers_and_its_text_is_the_result(wire: ProviderKind, tmp_
         assert types.index("subagent_ended") < types.index("tool_call_finished")
         wrapped = [e for e in events if isinstance(e, ev.SubagentEvent)]
         assert {e.child_session_id for e in wrapped} == {child_id}
-        # The child's usage is in the parent's totals.
-        assert session.usage.output_tokens > 0
+        # The child's usage is added to the parent's totals.
+        own = sum(e.output_tokens for e in events if isinstance(e, ev.Usage))
+        child_out = sum(e.output_tokens for e in child_events if isinstance(e, ev.Usage))
+        assert own > 0
+        assert child_out > 0
+        assert session.usage.output_tokens == own + child_out
+        assert results[0].details["output_tokens"] == child_out
         again = await session.run_turn("after")
         assert again.outcome is TurnOutcome.COMPLETED, again.reason
 
@@ -355,3 +360,27 @@ async def test_the_transcript_view_nests_the_child_under_the_task_call(
     ]
     assert any("→ bash command=echo hi" in t for t in texts)
     assert {u.get("toolCallId") for u in updates if "toolCallId" in u} == {task_id}
+
+
+async def test_children_at_once_are_bounded_per_session(wire: ProviderKind, tmp_path: Path) -> None:
+    # Each child marks that it runs, waits a little, and notes whether the other ran
+    # meanwhile: with one slot, the second starts only after the first ended.
+    def child(me: str, other: str) -> list[dict[str, Any]]:
+        mine, theirs, overlap = tmp_path / me, tmp_path / other, tmp_path / "overlap"
+        command = f"touch {mine}; sleep 0.3; [ -e {theirs} ] && touch {overlap}; rm {mine}"
+        return [
+            {"tool_calls": [{"name": "bash", "arguments": {"command": command}}]},
+            {"text": f"{me} done"},
+        ]
+
+    sc = scenario(
+        ("child A", child("a", "b")),
+        ("child B", child("b", "a")),
+        parent_calls=[task("first", "child A"), task("second", "child B")],
+    )
+    async with session_on(sc, wire, tmp_path, max_concurrent_subagents=1) as (session, _, _):
+        ended = await session.run_turn("go")
+        results = [m for m in session.context if isinstance(m, ToolResult)]
+    assert ended.outcome is TurnOutcome.COMPLETED, ended.reason
+    assert [r.content for r in results] == ["a done", "b done"]
+    assert not (tmp_path / "overlap").exists()
