@@ -214,6 +214,9 @@ class Runtime:
         live = self._live.pop(session_id, None)
         if live is not None and not live.closed:
             await live.close("session deleted")
+        # Its `task` children go with it (they are listed nowhere else).
+        for child in await self.store.list_children(session_id):
+            await self.delete_session(child.id)
         await self.store.delete_session(session_id)
 
     async def export_session(self, session_id: str, fmt: ExportFormat) -> str:

@@ -79,3 +79,16 @@ async def test_reopening_the_parent_repairs_its_children_after_a_crash(tmp_path:
         child_results = [m for m in child_context if isinstance(m, ToolResult)]
         assert [r.status for r in child_results] == [ToolStatus.OUTCOME_UNKNOWN]
         await session.close()
+
+
+async def test_deleting_a_session_deletes_its_children(tmp_path: Path) -> None:
+    async with SqliteStore(tmp_path / "s.db") as store, open_runtime(store) as runtime:
+        await _new(store, "parent")  # type: ignore[misc]
+        await _new(store, "child", ParentLink("parent", "call_1", 1))  # type: ignore[misc]
+        await _new(store, "grandchild", ParentLink("child", "call_2", 2))  # type: ignore[misc]
+        for sid in ("parent", "child", "grandchild"):
+            await store.close_session(sid)
+        await runtime.delete_session("parent")
+        assert await store.list_children("parent") == []
+        assert await store.list_children("child") == []
+        assert await store.list_sessions() == []
