@@ -123,6 +123,9 @@ async def prepare_session(
         cwd=cwd,
         provider=provider,
         max_steps=resolved.max_steps,
+        max_parallel_tool_calls=resolved.max_parallel_tool_calls,
+        max_subagent_depth=resolved.max_subagent_depth,
+        max_concurrent_subagents=resolved.max_concurrent_subagents,
         max_output_tokens=resolved.model.max_output_tokens,
         tools=ToolSettings(
             output_cap=resolved.tool_output_cap,
@@ -168,7 +171,15 @@ async def prepare_session(
             prices=_prices(agent.model.prices),
         )
 
-    options = dataclasses.replace(options, options_for_model=options_for_model)
+    async def options_for_agent(name: str) -> SessionOptions:
+        """A `task` child's options for the configured agent `name` (same flags, env)."""
+        other = argparse.Namespace(**vars(args))
+        other.agent = name
+        return (await prepare_session(other, headless=headless, env=session_env)).options
+
+    options = dataclasses.replace(
+        options, options_for_model=options_for_model, options_for_agent=options_for_agent
+    )
     return SessionSetup(
         options=options,
         notices=(*resolved.notices, *found.warnings),

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from rawtrio.runtime.recorder import Recorder
     from rawtrio.tools.background import BackgroundJobs
     from rawtrio.tools.registry import ToolRegistry
+    from rawtrio.tools.task import SubagentRunner
     from rawtrio.tools.todo import Plan
 
 
@@ -57,6 +58,8 @@ class TurnHost(Protocol):
     def plan(self) -> Plan | None: ...
     @property
     def running_turn(self) -> str | None: ...
+    @property
+    def subagents(self) -> SubagentRunner: ...
 
     async def run_hooks(self, event: HookEvent, payload: Mapping[str, Any]) -> HookOutcome:
         """Run the hooks of `event`; warnings go to the user as notices."""

@@ -113,6 +113,7 @@ class Runtime:
         # also repairs what a crash left: results for cut calls, interrupted turns (I6).
         report = await self.store.open_for_write(session_id)
         try:
+            await self._recover_children(session_id)
             record = await self.store.get_session(session_id)
             notes = [
                 await self.store.get_state(session_id, PENDING_NOTE_KEY),
@@ -131,6 +132,7 @@ class Runtime:
                 context=await self.store.load_context(session_id),
                 last_seq=await self.store.last_seq(session_id),
                 provider_factory=self._provider_factory,
+                registry_factory=self._registry_factory,
                 note="\n\n".join(n for n in notes if n) or None,
             )
             await self._nursery.start(self._run_session, session)
@@ -142,6 +144,18 @@ class Runtime:
         if not session.closed:
             self._live[session_id] = session
         return session
+
+    async def _recover_children(self, session_id: str) -> None:
+        """Repair what a crash left in the session's `task` children (and theirs): they are
+        never opened on their own, so their cut calls get their results here (I6)."""
+        for child in await self.store.list_children(session_id):
+            await self.store.open_for_write(child.id)
+            try:
+                await self._recover_children(child.id)
+            finally:
+                with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
+                    cleanup.shield = True
+                    await self.store.close_session(child.id)
 
     async def _run_session(
         self, session: Session, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -172,6 +186,10 @@ class Runtime:
     async def list_sessions(self, *, cwd: str | None = None) -> list[SessionRecord]:
         """Stored sessions, most recently updated first (optionally of one directory)."""
         return await self.store.list_sessions(cwd=cwd)
+
+    async def list_children(self, session_id: str) -> list[SessionRecord]:
+        """A session's `task` children, oldest first (never in `list_sessions`)."""
+        return await self.store.list_children(session_id)
 
     async def get_session(self, session_id: str) -> SessionRecord:
         return await self.store.get_session(session_id)
@@ -223,6 +241,9 @@ class Runtime:
         live = self._live.pop(session_id, None)
         if live is not None and not live.closed:
             await live.close("session deleted")
+        # Its `task` children go with it (they are listed nowhere else).
+        for child in await self.store.list_children(session_id):
+            await self.delete_session(child.id)
         await self.store.delete_session(session_id)
 
     async def export_session(self, session_id: str, fmt: ExportFormat) -> str:
