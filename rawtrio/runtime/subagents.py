@@ -101,9 +101,18 @@ class NarrowedPolicy(PermissionPolicy):
         ids = tuple(tool_ids)
         return super().hidden(ids) | self.parent.hidden(ids)
 
-    def evaluate(self, tool_id: str, arguments: Mapping[str, Any], *, read_only: bool) -> Decision:
-        own = super().evaluate(tool_id, arguments, read_only=read_only)
-        theirs = self.parent.evaluate(tool_id, arguments, read_only=read_only)
+    def evaluate(
+        self,
+        tool_id: str,
+        arguments: Mapping[str, Any],
+        *,
+        read_only: bool,
+        hook: str | None = None,
+    ) -> Decision:
+        """The stricter of the child's decision and the parent's for the same call, a
+        Claude Code hook's answer (`hook`) weighed by both."""
+        own = super().evaluate(tool_id, arguments, read_only=read_only, hook=hook)
+        theirs = self.parent.evaluate(tool_id, arguments, read_only=read_only, hook=hook)
         if _STRICTNESS[theirs.effect] > _STRICTNESS[own.effect]:
             return dataclasses.replace(
                 theirs, reason=f"the parent session's rules: {theirs.reason}"
