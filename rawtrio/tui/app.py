@@ -455,6 +455,23 @@ class ChatApp:
             height="pack",
         )
 
+    async def ask_trust(self, files: list[Any]) -> str:
+        """Show the trust dialog for `files` (`rawtrio.tui.trust_prompt`) and wait for the
+        answer: "trust", "skip" or "quit"."""
+        from rawtrio.tui.trust_prompt import TrustPrompt
+
+        answered = trio.Event()
+        answer = "skip"
+
+        def got(choice: str) -> None:
+            nonlocal answer
+            answer = choice
+            answered.set()
+
+        self.open_picker(TrustPrompt(files, got))
+        await answered.wait()
+        return answer
+
     def ctrl_c(self) -> None:
         """Ctrl-C as a key or as SIGINT: cancel the turn, else clear, else leave."""
         if self.compacting and self.session is not None:
