@@ -57,6 +57,7 @@ from rawtrio.tui.permission import PermissionPrompt
 
 if TYPE_CHECKING:
     from rawtrio.tui.host import ChatOptions, ChatRuntime, ChatSession
+    from rawtrio.tui.trust import Answer, UntrustedFile
 
 log = logging.getLogger(__name__)
 #: A second Ctrl-C at an idle prompt within this many seconds leaves (as in the line chat;
@@ -455,15 +456,15 @@ class ChatApp:
             height="pack",
         )
 
-    async def ask_trust(self, files: list[Any]) -> str:
+    async def ask_trust(self, files: list[UntrustedFile]) -> Answer:
         """Show the trust dialog for `files` (`rawtrio.tui.trust_prompt`) and wait for the
         answer: "trust", "skip" or "quit"."""
         from rawtrio.tui.trust_prompt import TrustPrompt
 
         answered = trio.Event()
-        answer = "skip"
+        answer: Answer = "skip"
 
-        def got(choice: str) -> None:
+        def got(choice: Answer) -> None:
             nonlocal answer
             answer = choice
             answered.set()

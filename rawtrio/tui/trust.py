@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,12 +69,8 @@ def untrusted_files(
         configured = loaded.config.mcp_servers
         pending = loaded.untrusted_project
         if pending is not None:
-            reasons = pending.reasons
-            found.append(
-                UntrustedFile(
-                    pending.file, pending.folder, pending.digest, ", ".join(reasons), reasons
-                )
-            )
+            summary = ", ".join(pending.reasons)
+            found.append(_rawtrio_file(pending.file, pending.folder, pending.digest, summary))
     except RawtrioError:
         pass
     try:
@@ -106,6 +103,40 @@ def _read(path: Path) -> tuple[Any, str] | None:
         return json.loads(raw.decode("utf-8")), hashlib.sha256(raw).hexdigest()
     except (OSError, UnsafeFileError, UnicodeDecodeError, ValueError):
         return None
+
+
+def _rawtrio_file(path: Path, folder: Path, digest: str, summary: str) -> UntrustedFile:
+    """A `.rawtrio/config.toml`: its hooks and MCP servers with their commands, and the
+    other things that need trust (`summary`); trusted by folder, as `--trust` does."""
+    details: list[str] = []
+    try:
+        raw = read_bounded(path, limit=MAX_CONFIG_BYTES)
+        data = tomllib.loads(raw.decode("utf-8"))
+        digest = hashlib.sha256(raw).hexdigest()  # what is shown is what is trusted
+    except (OSError, UnsafeFileError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        data = {}
+    agents = data.get("agents")
+    hooks = [*_list(data.get("hooks"))]
+    for agent in agents.values() if isinstance(agents, dict) else ():
+        hooks += _list(agent.get("hooks")) if isinstance(agent, dict) else []
+    for hook in hooks:
+        if isinstance(hook, dict):
+            command = hook.get("command")
+            runs = " ".join(map(str, command)) if isinstance(command, list) else str(command)
+            details.append(f"hook {hook.get('event', '?')} {hook.get('match', '*')}: {runs}")
+    servers = data.get("mcp_servers")
+    for name, server in servers.items() if isinstance(servers, dict) else ():
+        if isinstance(server, dict):
+            command = server.get("command")
+            argv = " ".join(map(str, command)) if isinstance(command, list) else None
+            details.append(f"MCP server {name}: {argv or server.get('url', '?')}")
+    others = [r for r in summary.split(", ") if r not in ("hooks", "mcp_servers")]
+    details += others
+    return UntrustedFile(path, folder, digest, summary, _cut(details))
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _claude_file(path: Path) -> UntrustedFile | None:
