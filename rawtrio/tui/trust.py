@@ -10,21 +10,21 @@ exactly the bytes shown (per file, or the folder for `.rawtrio/config.toml`, and
 as `--trust` does), so a changed file is asked about again. The full-screen chat shows them
 in `rawtrio.tui.trust_prompt`, the line chat asks a y/n/q question (`rawtrio.cli.repl`).
 
-This module does not import urwid: the line chat uses it too.
+This module does not import urwid (the line chat uses it too), and loads the configuration's
+modules only when one of the files exists: the chat attached to a host has not loaded them.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from rawtrio.config.safe_read import MAX_CONFIG_BYTES, UnsafeFileError, read_bounded
-from rawtrio.config.trust import TrustStore
 from rawtrio.errors import RawtrioError
 
 #: The answers: trust and remember, continue without them (this session), quit.
@@ -53,8 +53,11 @@ def untrusted_files(
 ) -> list[UntrustedFile]:
     """The project files under `cwd`'s project that need trust and have none yet. A file
     that cannot be read or parsed is left out here: the session's start reports it."""
+    if not _any_candidate(cwd):
+        return []  # the usual case: nothing to read, and nothing of the config loaded for it
     from rawtrio.config.claude_settings import load_claude_settings
     from rawtrio.config.loader import find_project_config, load_config
+    from rawtrio.config.trust import TrustStore
     from rawtrio.config.user_path import user_config_path
     from rawtrio.mcp.project import project_mcp
 
@@ -90,14 +93,40 @@ def untrusted_files(
     return found
 
 
+#: Where the files that may need trust are, relative to a folder from the working
+#: directory up to the repository root.
+CANDIDATES: Final = (
+    ".rawtrio/config.toml",
+    ".claude/settings.json",
+    ".claude/settings.local.json",
+    ".mcp.json",
+)
+
+
+def _any_candidate(cwd: Path) -> bool:
+    """Whether any of `CANDIDATES` exists from `cwd` up to the folder that holds `.git`
+    (all parents outside a repository: more than the loaders look at, never less)."""
+    folder = cwd.resolve()
+    while True:
+        if any(os.path.lexists(folder / c) for c in CANDIDATES):
+            return True
+        if os.path.lexists(folder / ".git") or folder.parent == folder:
+            return False
+        folder = folder.parent
+
+
 def trust_files(files: list[UntrustedFile], env: Mapping[str, str]) -> None:
     """Record "trust and remember" for exactly these files' contents."""
+    from rawtrio.config.trust import TrustStore
+
     store = TrustStore.default(env)
     for file in files:
         store.trust(file.key, file.digest)
 
 
 def _read(path: Path) -> tuple[Any, str] | None:
+    from rawtrio.config.safe_read import MAX_CONFIG_BYTES, UnsafeFileError, read_bounded
+
     try:
         raw = read_bounded(path, limit=MAX_CONFIG_BYTES)
         return json.loads(raw.decode("utf-8")), hashlib.sha256(raw).hexdigest()
@@ -108,6 +137,8 @@ def _read(path: Path) -> tuple[Any, str] | None:
 def _rawtrio_file(path: Path, folder: Path, digest: str, summary: str) -> UntrustedFile:
     """A `.rawtrio/config.toml`: its hooks and MCP servers with their commands, and the
     other things that need trust (`summary`); trusted by folder, as `--trust` does."""
+    from rawtrio.config.safe_read import MAX_CONFIG_BYTES, UnsafeFileError, read_bounded
+
     details: list[str] = []
     try:
         raw = read_bounded(path, limit=MAX_CONFIG_BYTES)
