@@ -42,25 +42,13 @@ from rawtrio.config.errors import ConfigFileError, problem
 from rawtrio.config.safe_read import MAX_CONFIG_BYTES, UnsafeFileError, read_bounded
 from rawtrio.config.schema import HookConfig, PermissionRuleConfig, WhenConfig
 from rawtrio.config.trust import TrustStore
+from rawtrio.hooks.spec import HookEvent
 
 PROJECT_FILES: Final = (Path(".claude") / "settings.json", Path(".claude") / "settings.local.json")
 USER_DIR_ENV: Final = "CLAUDE_CONFIG_DIR"
 #: The hook events rawtrio runs (Claude Code's names, and rawtrio's `Interrupt`); others
-#: (`Notification`, `SubagentStop`, …) are reported.
-HOOK_EVENTS: Final = frozenset(
-    {
-        "SessionStart",
-        "UserPromptSubmit",
-        "PreToolUse",
-        "PostToolUse",
-        "PostToolUseFailure",
-        "PermissionRequest",
-        "PreCompact",
-        "Stop",
-        "Interrupt",
-        "SessionEnd",
-    }
-)
+#: (`Notification`, …) are reported.
+HOOK_EVENTS: Final = frozenset(str(event) for event in HookEvent)
 #: The events whose matcher names tools.
 TOOL_HOOK_EVENTS: Final = frozenset(
     {"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"}
@@ -156,8 +144,8 @@ def load_claude_settings(
             reader.untrusted.append(file)
             reader.notices.append(
                 f"{shown} defines {', '.join(needs)}, which run code or grant permissions; "
-                "they are ignored until you trust this file (pass --trust); its deny and ask "
-                "rules apply"
+                "they are ignored until you trust this file (answer the trust prompt, or pass "
+                "--trust); its deny and ask rules apply"
             )
     return reader.result()
 

@@ -91,8 +91,8 @@ def project_mcp(
         if defined:
             notices.append(
                 f"{file} defines MCP servers {', '.join(defined)}, which run programs; they "
-                "are not used until you trust this file (pass --trust once: rawtrio remembers "
-                "it until the file changes)"
+                "are not used until you trust this file (answer the trust prompt, or pass "
+                "--trust: rawtrio remembers it until the file changes)"
             )
         return ProjectMcp(file, {}, defined, False, tuple(notices))
     servers: dict[str, McpServerConfig] = {}

@@ -51,7 +51,8 @@ async def test_an_untrusted_mcp_json_is_not_used_and_says_how_to_trust_it(repo: 
     assert servers == []
     assert (
         f"{file} defines MCP servers t, which run programs; they are not used until you "
-        "trust this file (pass --trust once: rawtrio remembers it until the file changes)"
+        "trust this file (answer the trust prompt, or pass --trust: rawtrio remembers it "
+        "until the file changes)"
     ) in notices
 
 
