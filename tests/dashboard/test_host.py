@@ -113,7 +113,7 @@ def test_a_headless_run_on_the_host_is_seen_and_cancelled_from_the_page(
 ) -> None:
     _, dash = host
     run = LiveRun.start(
-        place.iso, "-p", "sleep a while", "--output-format", "stream-json", "--attach",
+        place.iso, "-p", "sleep a while", "--output-format", "events", "--attach",
         env=place.env(),
     )  # fmt: skip
     try:

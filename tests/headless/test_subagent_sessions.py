@@ -143,7 +143,7 @@ def test_a_named_agent_runs_the_child_and_stream_json_tags_its_events(
         "--model",
         "test-model",
         "--output-format",
-        "stream-json",
+        "events",
         env=KEYS,
     )
     assert streamed.returncode == 0, streamed
