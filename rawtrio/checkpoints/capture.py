@@ -30,6 +30,7 @@ from typing import Any, Final
 import trio
 
 from rawtrio.checkpoints.model import CapturedBy, ChangeSet, FileChange, NotCaptured, Version
+from rawtrio.checkpoints.restore import Outcome, redo, undo
 from rawtrio.checkpoints.store import CheckpointStore, now
 from rawtrio.checkpoints.tree import Budget, Seen, Snapshot, read_version, snapshot
 
@@ -125,6 +126,19 @@ class TurnCheckpoints:
             return None
         self._turn = None
         return await trio.to_thread.run_sync(self._finish, state, prompt, cancelled)
+
+    async def undo(self, number: int | None = None, *, force: bool = False) -> Outcome:
+        """Undo this session's last applied change set (or checkpoint `number`); between
+        turns only (the caller checks). Raises `CheckpointError` when there is none."""
+        return await trio.to_thread.run_sync(self._restore, True, number, force)
+
+    async def redo(self, number: int | None = None, *, force: bool = False) -> Outcome:
+        return await trio.to_thread.run_sync(self._restore, False, number, force)
+
+    def _restore(self, is_undo: bool, number: int | None, force: bool) -> Outcome:
+        self._cache.clear()  # the tree changes under the snapshot cache
+        run = undo if is_undo else redo
+        return run(self.store, self.session_id, number, force=force)
 
     # --- in worker threads ----------------------------------------------------------
 
