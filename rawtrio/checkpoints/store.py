@@ -72,7 +72,7 @@ class Dropped:
 
     def notice(self, cap: int) -> str:
         return (
-            f"checkpoints: the project's store passed its cap of {cap // (1024 * 1024)} MiB; "
+            f"checkpoints: the project's store passed its cap of {_size(cap)}; "
             f"the {self.change_sets} oldest change set(s) were dropped and can no longer be "
             "undone"
         )
@@ -81,10 +81,12 @@ class Dropped:
 class CheckpointStore:
     """One project's checkpoints. Blocking file I/O: call from a worker thread."""
 
-    def __init__(self, root: Path, cwd: Path, limits: Limits | None = None) -> None:
+    def __init__(
+        self, root: Path, cwd: Path, limits: Limits | None = None, *, folder: Path | None = None
+    ) -> None:
         self.cwd = cwd
         self.limits = limits or Limits()
-        self.dir = root / project_key(cwd)
+        self.dir = folder or root / project_key(cwd)
         self.objects = ObjectStore(self.dir / "objects")
         self.changesets = self.dir / "changesets"
 
@@ -182,6 +184,29 @@ class CheckpointStore:
         if number is not None:
             sets = [c for c in sets if c.number == number]
         return sets
+
+
+def drop_sessions_everywhere(root: Path, session_ids: Iterable[str]) -> int:
+    """Retention: remove the change sets of sessions that were deleted or expired, in
+    every project under `root`; returns how many. Blocking: call from a worker thread."""
+    ids = set(session_ids)
+    if not ids or not root.is_dir():
+        return 0
+    n = 0
+    for folder in root.iterdir():
+        changesets = folder / "changesets"
+        if not changesets.is_dir():
+            continue
+        present = [sid for sid in ids if (changesets / sid).is_dir()]
+        if present:
+            store = CheckpointStore(root, folder, folder=folder)
+            n += store.drop_sessions(present)
+    return n
+
+
+def _size(n: int) -> str:
+    mib = 1024 * 1024
+    return f"{n // mib} MiB" if n % mib == 0 else f"{n} bytes"
 
 
 def now() -> float:

@@ -71,6 +71,17 @@ async def _expire(store: SessionStore, retention_days: float) -> None:
         return
     if removed:
         log.info("removed %d expired session(s)", len(removed))
+        await _drop_checkpoints(removed)
+
+
+async def _drop_checkpoints(session_ids: list[str]) -> None:
+    """A session's checkpoints go with it (rawtrio.checkpoints, docs/checkpoints.md)."""
+    from rawtrio.checkpoints.store import checkpoints_root, drop_sessions_everywhere
+
+    try:
+        await trio.to_thread.run_sync(drop_sessions_everywhere, checkpoints_root(), session_ids)
+    except OSError as exc:
+        log.warning("could not remove the checkpoints of removed sessions: %s", exc)
 
 
 class Runtime:
@@ -197,6 +208,7 @@ class Runtime:
         if live is not None and not live.closed:
             await live.close("session deleted")
         await self.store.delete_session(session_id)
+        await _drop_checkpoints([session_id])
 
     async def export_session(self, session_id: str, fmt: ExportFormat) -> str:
         return await self.store.export_session(session_id, fmt)

@@ -203,3 +203,24 @@ async def test_a_turn_that_changes_nothing_records_no_change_set(tmp_path: Path)
     async with session_on(scenario, "anthropic", project, checkpoint_dir=state) as (s, _v, _):
         await s.run_turn("look")
     assert CheckpointStore(state, project).change_sets() == []
+
+
+async def test_deleting_a_session_removes_its_checkpoints(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = make_project(tmp_path / "p")
+    state = tmp_path / "state"
+    monkeypatch.setenv("RAWTRIO_STATE_DIR", str(state))
+    root = state / "checkpoints"
+    async with session_on(scenario_all_tools(), "anthropic", project, checkpoint_dir=root) as (
+        session,
+        _s,
+        runtime,
+    ):
+        await session.run_turn("change things")
+        store = CheckpointStore(root, project)
+        assert len(store.change_sets(session.id)) == 1
+        await runtime.delete_session(session.id)
+    assert store.change_sets() == []
+    with pytest.raises(CheckpointError, match="nothing to undo"):
+        undo(store)
