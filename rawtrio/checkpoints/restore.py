@@ -212,3 +212,25 @@ def redo(
 ) -> Outcome:
     """Re-apply the most recently undone change set."""
     return _apply(store, pick_redo(store, session_id, number), undo=False, force=force)
+
+
+def rewind(
+    store: CheckpointStore, session_id: str, number: int, *, force: bool = False
+) -> list[Outcome]:
+    """Put the files back to just before checkpoint `number` of the session: undo every
+    applied change set from the newest down to `number`. Stops at the first one refused
+    for a conflict (its outcome is last in the list, `applied` false); those undone before
+    it stay undone (`redo` re-applies them)."""
+    sets = store.change_sets(session_id)
+    if not any(c.number == number for c in sets):
+        raise CheckpointError(f"no checkpoint {number} in that session")
+    todo = [c for c in sets if c.number >= number and c.state == "applied"]
+    if not todo:
+        raise CheckpointError(f"checkpoint {number} and every later one are undone already")
+    done: list[Outcome] = []
+    for cs in sorted(todo, key=lambda c: c.number, reverse=True):
+        outcome = _apply(store, cs, undo=True, force=force)
+        done.append(outcome)
+        if not outcome.applied:
+            break
+    return done

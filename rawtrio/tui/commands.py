@@ -286,6 +286,67 @@ async def _restore(app: ChatHost, arg: str, *, undo: bool, force: bool = False) 
     app.open_picker(ChoicePicker(title, options, lambda i: app.nursery.start_soon(chosen, i)))
 
 
+async def _rewind(app: ChatHost, arg: str) -> None:
+    """`/rewind`: pick an earlier prompt; the files go back to just before it (every later
+    checkpoint undone, newest first). The conversation is not rewound (docs/checkpoints.md)."""
+    session = app.session
+    if session is None:
+        raise UsageError("no session yet")
+    _idle(app, "rewind")
+    from rawtrio.checkpoints import restore
+    from rawtrio.checkpoints.store import CheckpointStore, checkpoints_root
+
+    store = CheckpointStore(checkpoints_root(), session.cwd)
+    sets = await trio.to_thread.run_sync(store.change_sets, session.id)
+    applied = [c for c in sets if c.state == "applied"]
+    if not applied:
+        app.transcript.note("  /rewind: no turn of this session has changed files (left applied)")
+        return
+
+    async def rewind_to(index: int, force: bool = False) -> None:
+        if index >= len(applied):
+            return
+        cs = applied[index]
+        try:
+            outcomes = await trio.to_thread.run_sync(
+                functools.partial(restore.rewind, store, session.id, cs.number, force=force)
+            )
+        except (restore.CheckpointError, OSError) as exc:
+            app.transcript.note(f"  /rewind: {exc}", "error")
+            return
+        for outcome in outcomes:
+            if outcome.applied:
+                text = outcome.describe("undo").replace("\n", "\n  ")
+                app.transcript.note(f"  {text}", "notice")
+        last = outcomes[-1]
+        if not last.applied:
+            lines = [f"  /rewind: {len(last.conflicts)} file(s) changed outside rawtrio since:"]
+            lines += [f"    {c.describe()}" for c in last.conflicts]
+            app.transcript.note("\n".join(lines), "error")
+
+            async def chosen(answer: int) -> None:
+                if answer == 0:
+                    await rewind_to(index, force=True)
+                else:
+                    app.transcript.note("  /rewind: stopped there", "dim")
+
+            title = "/rewind: overwrite the files changed since? (Enter chooses)"
+            options = ["overwrite them", "keep them (stop here)"]
+            app.open_picker(
+                ChoicePicker(title, options, lambda i: app.nursery.start_soon(chosen, i))
+            )
+        app.refresh_status()
+
+    labels = [
+        f"#{c.number}  {(c.prompt.splitlines() or [''])[0][:50]!r}  {c.summary()}" for c in applied
+    ]
+    title = "/rewind: the files go back to just before this prompt (Esc: nothing)"
+    picker = ChoicePicker(
+        title, [*labels, "nothing"], lambda i: app.nursery.start_soon(rewind_to, i)
+    )
+    app.open_picker(picker)
+
+
 async def _clear(app: ChatHost, arg: str) -> None:
     app.transcript.clear()
 
@@ -313,6 +374,7 @@ COMMANDS: dict[str, tuple[Handler, str]] = {
     "/memory": (_memory, "the AGENTS.md / CLAUDE.md files loaded for this folder"),
     "/undo": (_undo, "put back the files the last turn changed (or checkpoint N)"),
     "/redo": (_redo, "re-apply what /undo put back"),
+    "/rewind": (_rewind, "pick an earlier prompt: the files go back to just before it"),
     "/clear": (_clear, "clear the screen (the session stays as it is)"),
     "/demo": (_demo, "an offline demo against the built-in fake model"),
     "/quit": (_quit, "leave"),

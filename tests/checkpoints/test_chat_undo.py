@@ -59,3 +59,30 @@ def test_undo_asks_about_an_outside_change_then_puts_the_files_back(
         assert pane.wait_ended() == 0
     finally:
         pane.close()
+
+
+def test_rewind_picks_a_prompt_and_puts_the_files_back_to_before_it(
+    tmp_path: Path, changes_model: FakeModel
+) -> None:
+    iso = Isolation(tmp_path)
+    make_project(iso.cwd)
+    original = picture(iso.cwd)
+    args = ["--base-url", changes_model.base_url, "--sigterm-grace", "0.2"]
+    pane = Pane.start(iso, *args, env={"ANTHROPIC_API_KEY": "test-key"})
+    try:
+        pane.wait_for("ready │")
+        pane.type("change things")
+        pane.keys("Enter")
+        pane.wait_for("8 files changed")
+        pane.wait_for("ready │")
+        pane.type("/rewind")
+        pane.keys("Enter")
+        pane.wait_for("just before this prompt")
+        pane.keys("Enter")  # the first listed: checkpoint 1, "change things"
+        pane.wait_for("8 file(s) put back")
+        assert picture(iso.cwd) == original
+        pane.type("/quit")
+        pane.keys("Enter")
+        assert pane.wait_ended() == 0
+    finally:
+        pane.close()

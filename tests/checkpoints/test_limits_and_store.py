@@ -103,3 +103,32 @@ async def test_an_unchanged_project_makes_no_record_and_the_users_git_is_not_rea
     assert await bash_turn(TurnCheckpoints(store, "s"), "t", "true", project) is None
     stored = {store.objects.get(b) for b in store.objects.all()}
     assert b"never copied" not in stored
+
+
+async def test_rewind_undoes_every_later_turn_newest_first(tmp_path: Path) -> None:
+    from rawtrio.checkpoints.restore import redo, rewind
+
+    project = tmp_path / "p"
+    project.mkdir()
+    (project / "a.txt").write_bytes(b"0\n")
+    original = picture(project)
+    store = CheckpointStore(tmp_path / "cp", project)
+    cp = TurnCheckpoints(store, "s")
+    await bash_turn(cp, "t1", "echo 1 > a.txt", project)
+    middle = picture(project)
+    await bash_turn(cp, "t2", "echo 2 > a.txt && mkdir d && echo x > d/x", project)
+    await bash_turn(cp, "t3", "rm a.txt", project)
+    outcomes = rewind(store, "s", 2)
+    assert [o.change_set.number for o in outcomes] == [3, 2]
+    assert all(o.applied for o in outcomes)
+    assert picture(project) == middle
+    (project / "a.txt").write_bytes(b"outside\n")
+    [refused] = rewind(store, "s", 1)
+    assert not refused.applied
+    assert (project / "a.txt").read_bytes() == b"outside\n"
+    [forced] = rewind(store, "s", 1, force=True)
+    assert forced.applied
+    assert picture(project) == original
+    with pytest.raises(CheckpointError, match="undone already"):
+        rewind(store, "s", 1)
+    assert redo(store, "s").change_set.number == 1
