@@ -100,7 +100,7 @@ class CheckpointStore:
             write_json_atomically(info, {"path": os.path.realpath(self.cwd)})
 
     def next_number(self, session_id: str) -> int:
-        return len(self.change_sets(session_id)) + 1
+        return max((c.number for c in self.change_sets(session_id)), default=0) + 1
 
     def record(self, cs: ChangeSet) -> None:
         """Write (or rewrite) a change set's record; its blobs must exist already."""

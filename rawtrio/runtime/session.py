@@ -81,6 +81,8 @@ __all__ = [
     "SessionOptions",
 ]
 log = logging.getLogger(__name__)
+#: How long recording a turn's change set may take of the turn's cleanup deadline.
+CHECKPOINT_DEADLINE_S = CLEANUP_DEADLINE_S / 2
 
 
 class Session:
@@ -499,10 +501,17 @@ class Session:
         if self.checkpoints is None:
             return
         cancelled = outcome is TurnOutcome.CANCELLED
-        try:
-            changes = await self.checkpoints.end_turn(turn.id, turn.text, cancelled=cancelled)
-        except OSError as exc:
-            text = f"checkpoints: this turn's changes could not be recorded ({exc})"
+        problem = f"took longer than {CHECKPOINT_DEADLINE_S} s"
+        changes = None
+        # Bounded within the turn's cleanup, so the turn's ending is always recorded (I2).
+        with trio.move_on_after(CHECKPOINT_DEADLINE_S):
+            try:
+                changes = await self.checkpoints.end_turn(turn.id, turn.text, cancelled=cancelled)
+                problem = ""
+            except OSError as exc:
+                problem = str(exc)
+        if problem:
+            text = f"checkpoints: this turn's changes could not be recorded ({problem})"
             self.recorder.emit(
                 ev.Notice(session_id=self.id, turn_id=turn.id, level="warning", text=text)
             )

@@ -132,3 +132,22 @@ async def test_rewind_undoes_every_later_turn_newest_first(tmp_path: Path) -> No
     with pytest.raises(CheckpointError, match="undone already"):
         rewind(store, "s", 1)
     assert redo(store, "s").change_set.number == 1
+
+
+async def test_an_mcp_tool_is_compared_like_bash_and_numbers_never_repeat(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    store = CheckpointStore(tmp_path / "cp", project, Limits(project_cap_bytes=2500))
+    cp = TurnCheckpoints(store, "s")
+    for n in (1, 2, 3, 4):
+        turn = f"t{n}"
+        await cp.before_call(turn, "mcp/files/write", {"path": "ignored"}, read_only=False)
+        (project / "m.bin").write_bytes(os.urandom(1000))
+        await cp.after_call()
+        changes = await cp.end_turn(turn, "mcp", cancelled=False)
+        assert changes is not None
+        assert changes.change_set.files[0].captured_by == "scan"
+    # the cap dropped the oldest; the next number still follows the newest
+    assert [c.number for c in store.change_sets("s")] == [4]
