@@ -19,7 +19,7 @@ ifneq ($(shell $(PYTHON) -c '$(PY_VERSION)' 2>/dev/null),$(shell $(BIN)/python -
 $(STAMP): rebuild-venv
 endif
 
-.PHONY: tmux run test lint stress bench clean python-version rebuild-venv
+.PHONY: tmux chromium dashboard run test lint stress bench clean python-version rebuild-venv
 
 python-version:
 	@$(PYTHON) -c '$(PY_OK)' 2>/dev/null || { \
@@ -45,18 +45,40 @@ $(ACP_NODE): tests/acp/package.json tests/acp/package-lock.json
 		echo "npm (Node 20) is required for the ACP tests under CI=true" >&2; exit 1; \
 	else echo "warning: npm not found: the ACP conformance tests will be skipped" >&2; fi
 
+# The dashboard's web app: sources in rawtrio/dashboard/web/ (npm packages pinned in its
+# lockfile), built by esbuild into rawtrio/dashboard/static/, which is committed so that an
+# install serves it with no Node. `make dashboard` rebuilds it after a change to web/;
+# tests/dashboard_browser/test_assets.py fails when the committed build is stale.
+DASH_WEB := rawtrio/dashboard/web
+DASH_NODE := $(DASH_WEB)/node_modules/.installed
+$(DASH_NODE): $(DASH_WEB)/package.json $(DASH_WEB)/package-lock.json
+	@if command -v npm >/dev/null 2>&1; then \
+		npm ci --prefix $(DASH_WEB) --no-audit --no-fund --loglevel=error && touch $@; \
+	elif [ "$$CI" = "true" ]; then \
+		echo "npm (Node 20) is required for the dashboard asset test under CI=true" >&2; exit 1; \
+	else echo "warning: npm not found: the dashboard asset test will be skipped" >&2; fi
+
+dashboard: $(DASH_NODE)
+	cd $(DASH_WEB) && node build.mjs
+
 run: $(STAMP)
 	$(BIN)/rawtrio $(ARGS)
 
 # Two workers: most tests wait on real processes and sockets, not on the CPU.
 WORKERS ?= 2
-test: $(STAMP) $(ACP_NODE) tmux
+test: $(STAMP) $(ACP_NODE) $(DASH_NODE) tmux chromium
 	$(BIN)/pytest -q -n $(WORKERS) $(ARGS)
 
 # The terminal chat's tests (tests/tui) drive rawtrio in tmux; under CI it is installed.
 tmux:
 	@command -v tmux >/dev/null 2>&1 || [ "$$CI" != true ] || \
 		{ apt-get update -qq && apt-get install -y -qq tmux >/dev/null; }
+
+# The dashboard's browser tests (tests/dashboard_browser) and bench drive Debian's headless
+# Chromium through Playwright (never a downloaded browser); under CI it is installed.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || [ "$$CI" != true ] || \
+		{ apt-get update -qq && apt-get install -y -qq --no-install-recommends chromium >/dev/null; }
 
 lint: $(STAMP)
 	$(BIN)/ruff check rawtrio tests stress
@@ -79,7 +101,7 @@ stress: $(STAMP)
 	echo "== summary"; for s in cancel crash acp host; do tail -n 1 $$out/$$s; done; \
 	[ -e $$out/failed ] && status=1; rm -rf $$out; exit $$status
 
-bench: $(STAMP)
+bench: $(STAMP) chromium
 	$(BIN)/python -m stress.bench $(ARGS)
 
 clean:

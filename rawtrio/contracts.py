@@ -69,6 +69,7 @@ BUILTIN_TOOL_NAMES: Final = (
     "todo_read",
     "bash_output",
     "bash_stop",
+    "task",
 )
 
 #: Names sent to providers must match this (the strictest of the three APIs).
@@ -76,6 +77,11 @@ PROVIDER_TOOL_NAME_RE: Final = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 
 # Defaults until configured.
 DEFAULT_MAX_STEPS: Final = 50
+#: Calls of one read-only group of a reply running at once (docs/contracts.md).
+DEFAULT_MAX_PARALLEL_TOOL_CALLS: Final = 8
+#: How deep `task` may nest, and how many children of one session run at once.
+DEFAULT_MAX_SUBAGENT_DEPTH: Final = 2
+DEFAULT_MAX_CONCURRENT_SUBAGENTS: Final = 4
 DEFAULT_SIGTERM_GRACE_S: Final = 2.0
 DEFAULT_TOOL_OUTPUT_CAP: Final = 30_000
 DEFAULT_REQUEST_TIMEOUT_S: Final = 600.0

@@ -235,6 +235,37 @@ class PlanUpdated(Event):
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class SubagentStarted(Event):
+    """A `task` call started a child session (docs/contracts.md, The `task` tool)."""
+
+    type: ClassVar[str] = "subagent_started"
+    call_id: str
+    child_session_id: str
+    description: str
+    agent: str | None
+    depth: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubagentEvent(Event):
+    """One event of a child session, on its parent, as the child's stream-json object."""
+
+    type: ClassVar[str] = "subagent_event"
+    call_id: str
+    child_session_id: str
+    event: FrozenJSON = field(default_factory=empty)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SubagentEnded(Event):
+    type: ClassVar[str] = "subagent_ended"
+    call_id: str
+    child_session_id: str
+    outcome: TurnOutcome
+    reason: str
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class TurnEnded(Event):
     """The one terminal event of a turn (I2)."""
 
@@ -268,6 +299,9 @@ EVENT_TYPES: dict[str, type[Event]] = {
         Notice,
         HookRan,
         PlanUpdated,
+        SubagentStarted,
+        SubagentEvent,
+        SubagentEnded,
         TurnEnded,
     )
 }

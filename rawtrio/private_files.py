@@ -27,11 +27,8 @@ import contextlib
 import logging
 import os
 import stat
-import tempfile
 from pathlib import Path
 from typing import IO, Final
-
-import platformdirs
 
 FILE_MODE: Final = 0o600
 DIR_MODE: Final = 0o700
@@ -46,6 +43,8 @@ def own_roots() -> list[Path]:
     A folder the user chose for something else (the working directory for `config init
     --config ./x.toml`, say) is never tightened; only the folders rawtrio creates are.
     """
+    import platformdirs  # with tempfile and shutil: loaded by the first folder checked
+
     roots = [
         platformdirs.user_state_path("rawtrio"),
         platformdirs.user_config_path("rawtrio"),
@@ -132,6 +131,8 @@ def write_private(path: Path, data: str | bytes) -> Path:
     A reader (or a crash) sees the old file or the new one; the temporary file is removed
     when writing fails.
     """
+    import tempfile  # with shutil and random: loaded by the first file written
+
     private_dir(path.parent)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:

@@ -53,7 +53,7 @@ from rawtrio.runtime.runtime import open_runtime
 from rawtrio.runtime.session import Session, SessionOptions
 from rawtrio.testing.fake_model import FakeModelServer, Scenario, open_fake_model_server
 from stress.faults import FaultyStore, FlakyOnce
-from stress.invariants import Observation, check_run, session_processes
+from stress.invariants import ChildObservation, Observation, check_run, session_processes
 from stress.report import GroupReport, RunResult, StressReport, Violation
 from stress.scenarios import (
     FOLLOWUP_PROMPT,
@@ -565,6 +565,7 @@ async def _observe_turn(
         quiet_s = time.monotonic() - quiet_started
     statuses = run.requests()[seen:]
     record = store.turn(session.id, turn_id)
+    children = await _children(store, session.id)
     return Observation(
         scenario=scenario,
         script=script,
@@ -587,7 +588,27 @@ async def _observe_turn(
         fault=store.fired if isinstance(store, FaultyStore) else None,
         context_at_fault=store.context_at_fault if isinstance(store, FaultyStore) else [],
         stored_context=stored_context,
+        children=children,
     )
+
+
+async def _children(store: ObservedStore, session_id: str) -> list[ChildObservation]:
+    """Every `task` child of the session (and theirs), as stored."""
+    found: list[ChildObservation] = []
+    for child in await store.list_children(session_id):
+        events = await store.events_since(child.id, 0)
+        turns = [e.turn_id for e in events if isinstance(e, ev.TurnEnded)]
+        found.append(
+            ChildObservation(
+                session_id=child.id,
+                context=await store.load_context(child.id),
+                events=events,
+                outcomes=[store.turn(child.id, t).outcome for t in turns if t is not None],
+                processes_left=session_processes(child.id),
+            )
+        )
+        found += await _children(store, child.id)
+    return found
 
 
 async def _wait_quiet(steps: SessionSteps, session_id: str) -> tuple[list[str], list[int]]:

@@ -65,6 +65,20 @@ class Observation:
     fault: str | None = None
     context_at_fault: list[Message] = field(default_factory=list)
     stored_context: list[Message] = field(default_factory=list)
+    #: The `task` children the turn started (and theirs), as the store holds them.
+    children: list[ChildObservation] = field(default_factory=list)
+
+
+@dataclass
+class ChildObservation:
+    """What a `task` child left behind: its stored context, history and turn outcomes."""
+
+    session_id: str
+    context: list[Message]
+    events: list[ev.Event]
+    #: The outcome stored for each of its turns.
+    outcomes: list[TurnOutcome | None]
+    processes_left: list[int]
 
 
 def check_run(obs: Observation) -> list[Violation]:
@@ -75,6 +89,42 @@ def check_run(obs: Observation) -> list[Violation]:
     out += _i4_nothing_after_cancel(obs)
     out += _i5_honest_results(obs)
     out += _store_fault(obs)
+    out += _children(obs)
+    return out
+
+
+def _children(obs: Observation) -> list[Violation]:
+    """I1–I5 for every `task` child: each of its calls has one result, each of its turns
+    one ending that agrees with the store, nothing torn, nothing of it still running, and
+    the parent's `task` call says how it ended."""
+    out: list[Violation] = []
+    for child in obs.children:
+        who = f"child {child.session_id[:8]}"
+        out += [Violation("I1", f"{who}: {p}") for p in check_pairing(child.context)]
+        ends = [e for e in child.events if isinstance(e, ev.TurnEnded)]
+        # A child cancelled before its turn began has no turn at all: nothing to end.
+        began = bool(child.context) or any(e.type == "user_message" for e in child.events)
+        if [e.outcome for e in ends] != child.outcomes or len(ends) > 1 or (began and not ends):
+            out.append(
+                Violation(
+                    "I2",
+                    f"{who}: turn endings {[e.outcome.value for e in ends]} vs stored "
+                    f"{[o.value if o else None for o in child.outcomes]}",
+                )
+            )
+        for m in child.context:
+            if isinstance(m, AssistantMessage) and not (m.text or m.tool_calls):
+                out.append(Violation("I3", f"{who}: an empty assistant message was committed"))
+            if isinstance(m, ToolResult) and m.status is ToolStatus.CANCELLED and not m.content:
+                out.append(Violation("I5", f"{who}: cancelled result {m.call_id} says nothing"))
+        if child.processes_left:
+            out.append(Violation("I4", f"{who}: processes still running {child.processes_left}"))
+    task_results = [
+        m for m in obs.context_after_turn if isinstance(m, ToolResult) and m.name == "task"
+    ]
+    for r in task_results:
+        if r.status is ToolStatus.CANCELLED and r.started and "subagent" not in r.content:
+            out.append(Violation("I5", f"task call {r.call_id}: {r.content[:80]!r}"))
     return out
 
 

@@ -46,6 +46,8 @@ class Phase:
     COMPACTION = "compaction"  # an automatic compaction runs inside the turn
     STORE_ERROR = "store error"  # a store write of the turn failed; the turn is not over yet
     RETRY_WAIT = "retry wait"  # a model request failed; the retry has not been sent yet
+    CHILD_STREAMING = "child streaming"  # a `task` child's model response streams
+    CHILD_TOOL_RUNNING = "child tool running"  # a `task` child's tool call runs
     FINISHING = "finishing"  # the final answer is committed; the turn is ending
     AFTER_END = "after end"  # the turn had already ended: the cancel found nothing
 
@@ -63,6 +65,8 @@ class Phase:
         COMPACTION,
         STORE_ERROR,
         RETRY_WAIT,
+        CHILD_STREAMING,
+        CHILD_TOOL_RUNNING,
         FINISHING,
         AFTER_END,
     )
@@ -194,6 +198,9 @@ def _register_tool_scenarios() -> None:
     from stress.scenarios_hard import HARD_SCENARIOS
 
     SCENARIOS.update(HARD_SCENARIOS)
+    from stress.scenarios_subagents import SUBAGENT_SCENARIOS
+
+    SCENARIOS.update(SUBAGENT_SCENARIOS)
 
 
 _register_tool_scenarios()

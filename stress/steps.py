@@ -153,8 +153,8 @@ def phase_of(session: Session, turn: Turn, steps: SessionSteps | None = None) ->
         return Phase.COMPACTION
     if turn.streaming is not None:
         return Phase.STREAMING_TOOL_CALL if turn.streaming.announced else Phase.STREAMING
-    if turn.running is not None:
-        return Phase.TOOL_RUNNING
+    if turn.running:
+        return _child_phase(session) or Phase.TOOL_RUNNING
     if turn.step == 0:
         return Phase.START
     tail = session.context[-1] if session.context else None
@@ -166,6 +166,19 @@ def phase_of(session: Session, turn: Turn, steps: SessionSteps | None = None) ->
         return Phase.BETWEEN_STEPS
     # The user message is committed and the first request is being prepared.
     return Phase.START
+
+
+def _child_phase(session: Session) -> str | None:
+    """Where a running `task` child of the session is, if one is (its own turn state)."""
+    for child in list(session.subagents.live.values()):
+        turn = getattr(child, "_turn", None)
+        if not isinstance(turn, Turn):
+            continue
+        if turn.streaming is not None:
+            return Phase.CHILD_STREAMING
+        if turn.running:
+            return Phase.CHILD_TOOL_RUNNING
+    return None
 
 
 def _count_hooks(session: Session, steps: SessionSteps) -> None:

@@ -27,6 +27,12 @@ NOT_ATTACHED = (
     "rawtrio.app",
     "rawtrio.redaction",
     "tomllib",  # without a user config file (the [host] table is read only from one)
+    "hashlib",  # the socket's name is digested by the built-in SHA-256, without OpenSSL
+    # The user config file's folder is found without platformdirs (Linux, XDG or HOME set),
+    # the state folder comes from RAWTRIO_STATE_DIR, argparse's width without shutil.
+    "platformdirs",
+    "tempfile",
+    "shutil",
 )
 #: Loaded by `RendererImport` in its thread, never before: ~100 ms of dataclass building.
 RENDERER = (

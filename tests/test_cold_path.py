@@ -6,14 +6,18 @@ no pydantic validator (the files, when present, are still validated)."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
 
+import platformdirs
 import pytest
 
+from rawtrio.cli.flags import HelpFormatter
+from rawtrio.cli.main import build_parser
 from rawtrio.config.errors import ConfigFileError
 from rawtrio.config.loader import load_config
 from rawtrio.config.schema import (
@@ -26,6 +30,7 @@ from rawtrio.config.schema import (
     default_config,
     env_ref,
 )
+from rawtrio.config.user_path import user_config_dir
 
 #: Loaded with the SDK (or on first use), never by the entry path: the SDKs themselves,
 #: their HTTP client (rawtrio's stream helpers and retry rules use it only after a
@@ -96,6 +101,84 @@ def test_a_session_resolved_without_config_files_builds_no_validator(tmp_path: P
     assert found["built"] == []
 
 
+#: Imported by a sitecustomize (through PYTHONPATH) before `rawtrio -p` runs: at the first
+#: lookup of a provider SDK it writes what is loaded and which config models were built,
+#: and ends the process there (the moment `bench_startup.py` stops its clock).
+SDK_STOP = """\
+import json, os, sys
+class _SdkStop:
+    @classmethod
+    def find_spec(cls, name, path=None, target=None):
+        if name not in ("anthropic", "openai"):
+            return None
+        schema = sys.modules.get("rawtrio.config.schema")
+        models = [c for c in vars(schema).values()
+                  if isinstance(c, type) and issubclass(c, schema._Strict)] if schema else []
+        with open(os.environ["RAWTRIO_TEST_SDK_STOP"], "w") as f:
+            json.dump({"modules": sorted(sys.modules),
+                       "built": [c.__name__ for c in models if c.__pydantic_complete__]}, f)
+        os._exit(0)
+sys.meta_path.insert(0, _SdkStop)
+"""
+
+#: Never loaded before the SDK by a local `rawtrio -p` without config files: the host's
+#: socket client (`--no-attach` looks for no host), the TOML parser (no file to parse),
+#: the "did you mean" of a config error.
+NOT_BEFORE_THE_SDK = (
+    "rawtrio.host.client",
+    "rawtrio.host.paths",
+    "tomllib",
+    "difflib",
+)
+
+
+def until_the_sdk_import(tmp_path: Path, *argv: str) -> dict[str, list[str]]:
+    """Run `rawtrio -p hi ARGV` in a folder and home without config files up to the
+    provider SDK's import; what was loaded and built by then."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(SDK_STOP)
+    stop = tmp_path / "stop.json"
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("RAWTRIO_", "XDG_", "ANTHROPIC_", "OPENAI_"))
+    }
+    env.update(
+        HOME=str(tmp_path),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        XDG_RUNTIME_DIR=str(tmp_path / "run"),
+        RAWTRIO_STATE_DIR=str(tmp_path / "state"),
+        RAWTRIO_PROVIDER="anthropic",
+        RAWTRIO_MODEL="test-model",
+        ANTHROPIC_API_KEY="test-key",
+        ANTHROPIC_BASE_URL="http://127.0.0.1:9",  # never reached: the run stops before
+        PYTHONPATH=os.pathsep.join([str(hook), *filter(None, [os.environ.get("PYTHONPATH")])]),
+        RAWTRIO_TEST_SDK_STOP=str(stop),
+    )
+    subprocess.run(
+        [sys.executable, "-m", "rawtrio", "-p", "hi", *argv],
+        capture_output=True,
+        check=True,
+        timeout=60,
+        cwd=tmp_path,
+        env=env,
+    )
+    found: dict[str, list[str]] = json.loads(stop.read_text())
+    return found
+
+
+def test_a_local_headless_run_builds_no_config_model_before_the_sdk(tmp_path: Path) -> None:
+    """The whole way of `rawtrio -p` to the provider SDK's import, in a real process: no
+    config model has a validator or serializer built (reading the `[compaction]` table
+    through `model_dump` built one), and nothing of `NOT_BEFORE_THE_SDK` is loaded."""
+    found = until_the_sdk_import(tmp_path, "--no-attach")
+    assert found["built"] == []
+    assert "rawtrio.config.schema" in found["modules"]  # the defaults were read
+    loaded = [m for m in NOT_BEFORE_THE_SDK + NOT_ON_THE_ENTRY_PATH if m in found["modules"]]
+    assert loaded == []
+
+
 def test_the_defaults_equal_what_validation_gives() -> None:
     assert default_config() == RawtrioConfig.model_validate({})
     assert default_config().model_dump() == RawtrioConfig.model_validate({}).model_dump()
@@ -153,3 +236,57 @@ def test_the_process_log_handler_redacts_what_sessions_watch(tmp_path: Path) -> 
     lines = run_python(code, tmp_path).splitlines()
     assert lines[0].endswith("before hunter2-secret")  # nothing watched yet
     assert lines[1].endswith("after [redacted:token]")
+
+
+@pytest.mark.parametrize(
+    "env",
+    [
+        {"XDG_CONFIG_HOME": "/srv/conf", "HOME": "/home/u"},
+        {"XDG_CONFIG_HOME": "/srv/conf/", "HOME": "/home/u"},
+        {"HOME": "/home/u"},
+        {"HOME": "/home/u/"},
+        {"HOME": "/"},
+        {"XDG_CONFIG_HOME": "", "HOME": "/home/u"},
+        {"XDG_CONFIG_HOME": "  ", "HOME": "/home/u"},
+        {"XDG_CONFIG_HOME": "relative/conf", "HOME": "/home/u"},
+        {"XDG_CONFIG_HOME": "/srv/conf", "HOME": "relative"},
+        {"HOME": "relative"},
+        {},
+    ],
+)
+def test_the_user_config_folder_is_where_platformdirs_puts_it(
+    env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Found without importing platformdirs in the usual cases, and always the same
+    folder as `platformdirs.user_config_path` (which the other cases ask)."""
+    for name in ("XDG_CONFIG_HOME", "HOME", "ANDROID_DATA", "ANDROID_ROOT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    try:
+        expected: Path | type[RuntimeError] = platformdirs.user_config_path("rawtrio")
+    except RuntimeError:  # no usable home: platformdirs says so, and so must we
+        expected = RuntimeError
+    if expected is RuntimeError:
+        with pytest.raises(RuntimeError):
+            user_config_dir()
+    else:
+        assert user_config_dir() == expected
+
+
+@pytest.mark.parametrize("columns", [None, "50", "200", "0", "-3", "wide"])
+def test_the_help_is_the_same_without_shutil(
+    columns: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`rawtrio --help` and a usage error read the same with `HelpFormatter`, which takes
+    the width without importing shutil, as with argparse's own formatter."""
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    ours = build_parser()
+    assert ours.formatter_class is HelpFormatter
+    theirs = build_parser()
+    theirs.formatter_class = argparse.HelpFormatter
+    assert ours.format_help() == theirs.format_help()
+    assert ours.format_usage() == theirs.format_usage()

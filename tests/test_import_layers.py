@@ -17,7 +17,7 @@ from pathlib import Path
 import rawtrio
 
 PACKAGE = Path(rawtrio.__file__).parent
-FRONT_ENDS = ("rawtrio.cli", "rawtrio.tui", "rawtrio.acp")
+FRONT_ENDS = ("rawtrio.cli", "rawtrio.tui", "rawtrio.acp", "rawtrio.dashboard")
 #: What a front end never imports (it goes through `rawtrio.app` and `rawtrio.runtime`).
 BELOW_THE_RUNTIME = (
     "rawtrio.providers",

@@ -80,7 +80,15 @@ _FLAGS: Final[dict[str, tuple[str, Callable[[Any], bool], tuple[str, ...] | None
     "permission_mode": ("a string", lambda v: isinstance(v, str), _MODES),
     "trust": ("true or false", lambda v: isinstance(v, bool), None),
     "yes": ("true or false", lambda v: isinstance(v, bool), None),
+    # --allowedTools / --disallowedTools as rules (`rawtrio.cli.flags.ToolRules`).
+    "tool_rules": ("a list of rule objects", lambda v: _is_rules(v), None),
+    "system_prompt": ("a string", lambda v: isinstance(v, str), None),
+    "append_system_prompt": ("a string", lambda v: isinstance(v, str), None),
 }
+
+
+def _is_rules(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(rule, dict) for rule in value)
 
 
 def _is_int(value: Any) -> bool:
@@ -342,6 +350,7 @@ def session_info(session: Any) -> dict[str, Any]:
         "model": session.model_name,
         "models": list(session.model_names),
         "mode": session.policy.mode.value,
+        "tools": [spec.name for spec in session.tool_specs],
         "running": session.running_turn,
         "usage": {**usage_to_json(totals), "context_window": totals.context_window},
     }

@@ -187,8 +187,10 @@ class LiveSession:
             self.watchers.pop(id(peer), None)
             raise
         finally:
+            # The stored events were held too, behind live ones that arrived during the
+            # read: in seq order, or those would be dropped as older than what was sent.
             held, watcher.held = watcher.held or [], None
-            for event in held:
+            for event in sorted(held, key=lambda e: e.seq):
                 self._to_watcher(watcher, event)
 
     def _to_watcher(

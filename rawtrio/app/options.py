@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,15 +28,13 @@ from rawtrio.config import (
     ResolvedAgent,
     TrustStore,
     VariableResolver,
-    default_project_file,
     project_root,
     resolve_session_config,
-    save_allow_rule,
     select_tools,
 )
 from rawtrio.config.agents_md import NestedMemory, home_folder
 from rawtrio.config.resolve import API_KEY_ENV
-from rawtrio.config.schema import Prices
+from rawtrio.config.schema import CompactionConfig, Prices
 from rawtrio.context.accounting import ModelPrices
 from rawtrio.context.compaction import CompactionSettings
 from rawtrio.errors import UsageError
@@ -43,7 +42,7 @@ from rawtrio.hooks import HookEvent, HookSpec
 from rawtrio.mcp.catalog import mcp_cache_dir
 from rawtrio.mcp.project import project_mcp, with_project_servers
 from rawtrio.permissions.policy import rules_from_config
-from rawtrio.permissions.rules import PermissionMode, Rule
+from rawtrio.permissions.rules import PermissionMode, Rule, make_rule
 from rawtrio.redaction import LOG_FILTER
 from rawtrio.runtime.prompt import BASE_PROMPT, redacted_prompt
 from rawtrio.runtime.session import SessionOptions
@@ -114,15 +113,20 @@ async def prepare_session(
         for h in resolved.hooks
     ]
     extra_tools = (load_skill_tool(skills),) if skills else ()
-    prompt = resolved.system_prompt(BASE_PROMPT)
+    prompt = resolved.system_prompt(getattr(args, "system_prompt", None) or BASE_PROMPT)
     if skills:
         prompt = f"{prompt}\n\n{skills_prompt(skills)}"
+    if appended := getattr(args, "append_system_prompt", None):
+        prompt = f"{prompt}\n\n{appended}"
     prompt = redacted_prompt(prompt, variables.redactor)
     tool_ids = [*AVAILABLE_BUILTINS, *(t.id for t in extra_tools)]
     options = SessionOptions(
         cwd=cwd,
         provider=provider,
         max_steps=resolved.max_steps,
+        max_parallel_tool_calls=resolved.max_parallel_tool_calls,
+        max_subagent_depth=resolved.max_subagent_depth,
+        max_concurrent_subagents=resolved.max_concurrent_subagents,
         max_output_tokens=resolved.model.max_output_tokens,
         tools=ToolSettings(
             output_cap=resolved.tool_output_cap,
@@ -131,7 +135,10 @@ async def prepare_session(
             confine=resolved.confine_paths,
         ),
         system_prompt=prompt,
-        permission_rules=rules_from_config(resolved.permission_rules, resolved.rule_origins),
+        permission_rules=(
+            *rules_from_config(resolved.permission_rules, resolved.rule_origins),
+            *_flag_rules(getattr(args, "tool_rules", None)),
+        ),
         permission_mode=PermissionMode(resolved.permission_mode),
         headless=headless,
         assume_yes=resolved.assume_yes,
@@ -144,7 +151,7 @@ async def prepare_session(
         model_names=resolved.model_names,
         context_window=resolved.model.context_window,
         prices=_prices(resolved.model.prices),
-        compaction=CompactionSettings(**resolved.compaction.model_dump()),
+        compaction=_compaction(resolved.compaction),
         mcp_servers=resolved.mcp_servers,
         mcp_tool_patterns=resolved.tools,
         mcp_cache_dir=mcp_cache_dir(env),
@@ -166,12 +173,28 @@ async def prepare_session(
             prices=_prices(agent.model.prices),
         )
 
-    options = dataclasses.replace(options, options_for_model=options_for_model)
+    async def options_for_agent(name: str) -> SessionOptions:
+        """A `task` child's options for the configured agent `name` (same flags, env)."""
+        other = argparse.Namespace(**vars(args))
+        other.agent = name
+        return (await prepare_session(other, headless=headless, env=session_env)).options
+
+    options = dataclasses.replace(
+        options, options_for_model=options_for_model, options_for_agent=options_for_agent
+    )
     return SessionSetup(
         options=options,
         notices=(*resolved.notices, *found.warnings),
         agent=resolved.name,
     )
+
+
+def _compaction(config: CompactionConfig) -> CompactionSettings:
+    """The `[compaction]` table as the runtime's settings: the same fields, read one by
+    one (`model_dump` would build the model's serializer, some 10 % of a cold run's work
+    before the provider SDK, for six plain values)."""
+    names = (f.name for f in dataclasses.fields(CompactionSettings))
+    return CompactionSettings(**{name: getattr(config, name) for name in names})
 
 
 def _nested_memory(
@@ -188,6 +211,29 @@ def _nested_memory(
         return memory.note_for(read)
 
     return offer
+
+
+def _flag_rules(rules: object) -> tuple[Rule, ...]:
+    """`--allowedTools` / `--disallowedTools` (`rawtrio.cli.flags.ToolRules`: rule objects),
+    after the configuration's rules: the command line wins. `UsageError` naming a bad one
+    (a client of a host sends them as JSON)."""
+    found: list[Rule] = []
+    for i, rule in enumerate(rules if isinstance(rules, list) else ()):
+        where = f"--allowedTools/--disallowedTools rule {i + 1}"
+        try:
+            when = rule.get("when") or {}
+            found.append(
+                make_rule(
+                    str(rule["match"]),
+                    str(rule["effect"]),
+                    when.get("path"),
+                    when.get("regex"),
+                    origin=f"--{'disallowed' if rule['effect'] == 'deny' else 'allowed'}Tools",
+                )
+            )
+        except (KeyError, TypeError, ValueError, AttributeError, re.error) as exc:
+            raise UsageError(f"{where}: {exc}") from None
+    return tuple(found)
 
 
 def _prices(prices: Prices | None) -> ModelPrices | None:
@@ -230,6 +276,9 @@ def _rule_saver(
     """Saves "allow always for this project" rules to the project's config file."""
 
     def save(rule: Rule) -> None:
+        # The config file editor (with the TOML parser) is loaded by the first rule saved.
+        from rawtrio.config.edit import default_project_file, save_allow_rule
+
         when = rule.when
         save_allow_rule(
             resolved.loaded.project_file or default_project_file(cwd),

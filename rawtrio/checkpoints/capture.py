@@ -36,9 +36,11 @@ from rawtrio.checkpoints.tree import Budget, Seen, Snapshot, read_version, snaps
 
 #: Tools that change exactly the file named by their `path` argument.
 FILE_TOOLS: Final = frozenset({"write_file", "edit_file"})
-#: Tools that are not read-only but never change the working tree.
+#: Tools that are not read-only but never change the working tree themselves. `task` runs
+#: a subagent: a child session with checkpoints of its own (and `task` calls run side by
+#: side, which one tree comparison per call could not tell apart).
 NO_FILE_CHANGES: Final = frozenset(
-    {"todo_write", "todo_read", "bash_output", "bash_stop", "load_skill"}
+    {"todo_write", "todo_read", "bash_output", "bash_stop", "load_skill", "task"}
 )
 #: Files whose line counts are worked out for the summary (larger: counted as 0/0).
 COUNT_LINES_UP_TO: Final = 1024 * 1024

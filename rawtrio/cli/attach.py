@@ -12,7 +12,9 @@ says so and the turn runs here.
 Attached, the host resolves the configuration, AGENTS.md and keys from this process's
 working directory and environment (sent with `_rawtrio/session/start`), runs the turn, and
 streams its events back; they are rendered by the same `HeadlessOutput` as a local run,
-so the output, the stderr lines and the exit code are the same. SIGINT and SIGTERM cancel
+so the output, the stderr lines and the exit code are the same (`stream-json`'s `init` line
+from `_rawtrio/session/info`; with `--input-format stream-json` a turn per message on
+stdin, which this loop reads between turns, waking for signals too). SIGINT and SIGTERM cancel
 the remote turn (`_rawtrio/session/cancel`, reason `received SIGINT`) as they cancel a
 local one; further signals are noted and change nothing, and the turn's `turn_ended`
 decides the output and the exit code (130, 143 for a cancelled turn). An error the local
@@ -45,30 +47,24 @@ from rawtrio.cli.attaching import find_host as find_host
 from rawtrio.cli.attaching import session_flags as session_flags
 from rawtrio.cli.attaching import start_host as start_host
 from rawtrio.cli.attaching import state_dir as state_dir
-from rawtrio.cli.headless_input import read_prompt, say_notice
+from rawtrio.cli.headless_input import UserMessages, read_prompt, say_notice
 from rawtrio.cli.signals import Interrupted, SignalLatch
 from rawtrio.contracts import ExitCode
 from rawtrio.errors import UsageError
-from rawtrio.host.client import (
-    TURN_IN_PROGRESS,
-    HostConnection,
-    HostGone,
-    HostInfo,
-    ProtocolFault,
-    RemoteError,
-)
 from rawtrio.unicode_safety import replace_unwritable
 
 if TYPE_CHECKING:
     from rawtrio import events as ev
     from rawtrio.cli.headless_output import HeadlessOutput
+    from rawtrio.host.client import HostConnection, HostInfo, RemoteError
 
 
 def main(args: argparse.Namespace, latch: SignalLatch) -> int:
     """`rawtrio -p`: attached to a host, or in this process."""
+    stream_input = getattr(args, "input_format", None) == "stream-json"
     try:
         with latch.raising():
-            prompt = read_prompt(args)
+            prompt = None if stream_input else read_prompt(args)
     except Interrupted as exc:
         return exc.exit_code
     except UsageError as exc:
@@ -173,12 +169,18 @@ class AttachedRun:
     def _host(self) -> str:
         return f"the host (pid {self._info.pid})" if self._info.pid else "the host"
 
-    def run(self, prompt: str, args: argparse.Namespace) -> int:
+    def run(self, prompt: str | None, args: argparse.Namespace) -> int:
+        # Loaded by `find_host` already (a run here never reaches this module's client part).
+        from rawtrio.host.client import HostGone, ProtocolFault, RemoteError
+
         with wake_on_signals() as wake_fd:
             try:
                 return self._run(prompt, args, wake_fd)
             except RemoteError as exc:
                 return self._refused(exc)
+            except UsageError as exc:  # a bad line of `--input-format stream-json`
+                print(f"rawtrio: {exc}", file=sys.stderr)
+                return ExitCode.USAGE
             except HostGone:
                 when = "during the turn" if self._turn_started else "before the turn started"
                 print(f"rawtrio: error: {self._host} went away {when}", file=sys.stderr)
@@ -187,7 +189,7 @@ class AttachedRun:
                 print(f"rawtrio: error: {self._host} broke the protocol: {exc}", file=sys.stderr)
                 return ExitCode.ERROR
 
-    def _run(self, prompt: str, args: argparse.Namespace, wake_fd: int) -> int:
+    def _run(self, prompt: str | None, args: argparse.Namespace, wake_fd: int) -> int:
         conn = self._conn
         started = conn.request(
             "_rawtrio/session/start",
@@ -211,21 +213,63 @@ class AttachedRun:
         for notice in notices or ():
             say_notice(str(notice))
         session_id = _field(started, "sessionId", "_rawtrio/session/start")
+        # stream-json's `system`/`init` line, from what the host says of the session.
+        init: Any = None
+        if self._fmt == "stream-json":
+            info = conn.request("_rawtrio/session/info", {"sessionId": session_id})
+            agent = started.get("agent") if isinstance(started, dict) else None
+            init = (info, agent if isinstance(agent, str) else None)
+        if prompt is not None:
+            return self._turn(prompt, session_id, wake_fd, init)
+        messages = UserMessages.stdin()
+        code = int(ExitCode.COMPLETED)
+        while True:
+            prompt = self._next_prompt(messages, wake_fd)
+            if self._latch.received:  # while waiting for a message: no turn runs
+                return self._latch.exit_code or ExitCode.SIGINT
+            if prompt is None:
+                return code
+            code = self._turn(prompt, session_id, wake_fd, init)
+            init = None
+            if self._latch.received:  # the turn was cancelled: the run ends with it
+                return code
+
+    def _next_prompt(self, messages: UserMessages, wake_fd: int) -> str | None:
+        """`--input-format stream-json`: the next message's prompt; None at the end of
+        the input or on a signal (noted in the latch)."""
+        with selectors.DefaultSelector() as selector:
+            selector.register(messages.fd, selectors.EVENT_READ, "input")
+            selector.register(wake_fd, selectors.EVENT_READ, "signal")
+            while (taken := messages.take()) is ...:
+                for key, _ in selector.select():
+                    if key.data == "signal":
+                        drain(wake_fd)
+                        if self._latch.received:
+                            return None
+                    else:
+                        messages.feed()
+            return taken
+
+    def _turn(self, prompt: str, session_id: str, wake_fd: int, init: Any) -> int:
+        """One turn: submit, render until its end, the result; its exit code."""
+        conn = self._conn
         submitted = conn.request(
             "_rawtrio/session/submit", {"sessionId": session_id, "text": prompt}
         )
         self._turn_started = True
         turn_id = _field(submitted, "turnId", "_rawtrio/session/submit")
         self._renderer.wait()  # loaded while the host started the session
-        from rawtrio.cli.headless_output import HeadlessOutput, report
+        from rawtrio.cli.headless_output import HeadlessOutput, SessionFacts, report
 
-        output = HeadlessOutput(self._fmt, sys.stdout, turn_id)
+        output = HeadlessOutput(self._fmt, sys.stdout, session_id, turn_id)
+        if init is not None:
+            output.start(SessionFacts.from_info(*init))
         ended = self._follow(output, session_id, wake_fd)
         totals = None
         if output.needs_totals:
             usage = conn.request("_rawtrio/session/usage", {"sessionId": session_id})
             totals = Totals.from_json(usage)
-        output.finish(ended, session_id, totals)
+        output.finish(ended, totals)
         return report(ended, self._latch)
 
     def _follow(self, output: HeadlessOutput, session_id: str, wake_fd: int) -> ev.TurnEnded:
@@ -260,6 +304,8 @@ class AttachedRun:
 
     def _refused(self, exc: RemoteError) -> int:
         """An error answer, printed as a local run prints the same error."""
+        from rawtrio.host.client import TURN_IN_PROGRESS
+
         code = exc.exit_code
         if code is not None:
             print(f"rawtrio: {exc.message}", file=sys.stderr)
@@ -272,6 +318,8 @@ class AttachedRun:
 
 
 def _field(result: Any, name: str, method: str) -> str:
+    from rawtrio.host.client import ProtocolFault
+
     value = result.get(name) if isinstance(result, dict) else None
     if not isinstance(value, str):
         raise ProtocolFault(f"{method}: the answer has no {name}")
@@ -288,6 +336,7 @@ def _event_of(message: dict[str, Any], session_id: str) -> ev.Event | None:
     data = params.get("event")
     if not isinstance(data, dict):
         return None
+    from rawtrio.host.client import ProtocolFault
     from rawtrio.store.codec import event_from_json  # loaded by `RendererImport`
 
     try:

@@ -19,21 +19,16 @@ import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import IO, Any, Final
+from typing import IO, TYPE_CHECKING, Any, Final
 
 from rawtrio import __version__
-from rawtrio.cli.flags import add_session_flags
+from rawtrio.cli.flags import HelpFormatter, add_session_flags
 from rawtrio.errors import ConfigError
-from rawtrio.host.client import (
-    HostConnection,
-    HostGone,
-    HostInfo,
-    NoHost,
-    ProtocolFault,
-    RemoteError,
-)
-from rawtrio.host.paths import HostPaths, host_paths, lock_is_held
 from rawtrio.host.settings import read_host_settings
+
+if TYPE_CHECKING:
+    from rawtrio.host.client import HostConnection, HostInfo
+    from rawtrio.host.paths import HostPaths
 
 #: Liveness bounds, far above what a working host needs: connecting to its socket, its
 #: answer to the handshake, and a host started here listening.
@@ -82,6 +77,11 @@ def find_host(
 ) -> tuple[HostConnection, HostInfo] | None:
     """A connection to this state directory's host, after a handshake that found it
     compatible; None (having said why, when it is not simply that none runs) to run here."""
+    # Imported here: a run that never looks for a host (`--no-attach`, `host.attach =
+    # "never"`) loads no socket client.
+    from rawtrio.host.client import HostConnection, HostGone, NoHost, ProtocolFault, RemoteError
+    from rawtrio.host.paths import host_paths
+
     paths = host_paths(state_dir())
     try:
         conn = HostConnection.connect(paths.socket, CONNECT_TIMEOUT_S)
@@ -120,6 +120,9 @@ def start_host(
     listens; None (having said why) when it does not come up."""
     import subprocess
     import tempfile
+
+    from rawtrio.host.client import HostConnection, NoHost
+    from rawtrio.host.paths import lock_is_held
 
     env = {
         k: v
@@ -184,7 +187,7 @@ def session_flags(args: argparse.Namespace) -> dict[str, Any]:
     """The front end's session flags (`rawtrio.cli.flags`) and, where it has them, the
     headless ones (`--yes`, `--trust`), as JSON values, for the host to resolve a session
     with (paths made absolute: the host's working directory is not ours)."""
-    probe = argparse.ArgumentParser(add_help=False)
+    probe = argparse.ArgumentParser(add_help=False, formatter_class=HelpFormatter)
     add_session_flags(probe)
     names = [*vars(probe.parse_args([])), *(n for n in HEADLESS_FLAGS if hasattr(args, n))]
     flags = {name: getattr(args, name, None) for name in names}

@@ -8,7 +8,13 @@ from stdin) ends the run quietly with the same code; further signals while cance
 are noted and change nothing (cleanup is bounded anyway). See `rawtrio.cli.signals`
 for how the process's handlers and trio's signal receiver share the work.
 
-Output goes to stdout (`text`, `json` or `stream-json`); a turn that did not complete
+With `--input-format stream-json` the prompts are Claude Code's user messages on stdin, a
+turn each in the one session, each read after the last turn's output was written
+(`rawtrio.cli.headless_input.UserMessages`); a signal while waiting for one ends the run
+with no turn, a cancelled turn ends it after its output.
+
+Output goes to stdout (`text`, `json`, `stream-json` or `events`: `rawtrio.cli.flags`,
+Claude Code's shapes in `rawtrio.cli.claude_output`); a turn that did not complete
 also says why on stderr, one line, so a person running it sees the reason whatever the
 format. In `text` each step's text starts on a line of its own, nothing at all is
 printed on stdout when no text came (a failed turn prints only its error, on stderr),
@@ -38,25 +44,28 @@ import trio
 
 from rawtrio import events as ev
 from rawtrio.app import Choice, open_app
-from rawtrio.cli.headless_output import HeadlessOutput, report, say_notice
+from rawtrio.cli.headless_input import UserMessages
+from rawtrio.cli.headless_output import HeadlessOutput, SessionFacts, report, say_notice
 from rawtrio.cli.sessions import fail
 from rawtrio.cli.signals import SIGNAL_EXIT, SignalLatch
+from rawtrio.contracts import ExitCode, TurnOutcome
 from rawtrio.errors import RawtrioError
 from rawtrio.groups import collapse_group
 from rawtrio.runtime import Session, Subscription
 from rawtrio.unicode_safety import replace_unwritable
 
 
-def run_here(prompt: str, args: argparse.Namespace, latch: SignalLatch) -> int:
+def run_here(prompt: str | None, args: argparse.Namespace, latch: SignalLatch) -> int:
     """Run the turn of `prompt` in this process (`rawtrio.cli.attach` read the prompt and
-    decided not to attach to a host)."""
+    decided not to attach to a host); `prompt` None: a turn per user message on stdin
+    (`--input-format stream-json`)."""
     replace_unwritable(sys.stdout)
     choice = Choice.from_args(args)
     return trio.run(run, prompt, args, choice, args.output_format or "text", latch)
 
 
 async def run(
-    prompt: str,
+    prompt: str | None,
     args: argparse.Namespace,
     choice: Choice,
     output_format: str,
@@ -68,10 +77,72 @@ async def run(
         try:
             async with open_app(args, headless=True, notify=say_notice) as app:
                 session = await app.start_session(choice)
-                ended = await _run_turn(session, prompt, output_format, signals, latch)
+                if output_format == "stream-json":
+                    HeadlessOutput(output_format, sys.stdout, session.id, "").start(
+                        session_facts(session, app.agent)
+                    )
+                if prompt is not None:
+                    ended = await _run_turn(session, prompt, output_format, signals, latch)
+                else:
+                    return await _run_turns(session, output_format, signals, latch)
         except RawtrioError as exc:
             return fail(exc)
     return report(ended, latch)
+
+
+def session_facts(session: Session, agent: str | None) -> SessionFacts:
+    """What the `system`/`init` line says of a live session (as the host's
+    `_rawtrio/session/info` says it for an attached run)."""
+    return SessionFacts(
+        session_id=session.id,
+        cwd=str(session.cwd),
+        model=session.model_name,
+        tools=tuple(spec.name for spec in session.tool_specs),
+        mode=session.policy.mode.value,
+        agent=agent,
+    )
+
+
+async def _run_turns(
+    session: Session, output_format: str, signals: AsyncIterator[int], latch: SignalLatch
+) -> int:
+    """`--input-format stream-json`: a turn per user message on stdin until its end. A
+    cancelled turn ends the run (with its exit code); otherwise the code is the last
+    turn's. A line that is not a user message is a usage error (exit 2)."""
+    messages = UserMessages.stdin()
+    code = int(ExitCode.COMPLETED)
+    while True:
+        prompt = await _next_prompt(messages, signals, latch)
+        if latch.received:  # while waiting for a message: no turn runs
+            return latch.exit_code or ExitCode.SIGINT
+        if prompt is None:
+            return code
+        ended = await _run_turn(session, prompt, output_format, signals, latch)
+        code = report(ended, latch)
+        if ended.outcome is TurnOutcome.CANCELLED:
+            return code
+
+
+async def _next_prompt(
+    messages: UserMessages, signals: AsyncIterator[int], latch: SignalLatch
+) -> str | None:
+    """The next message's prompt, or None at the end of the input or on a signal (noted
+    in `latch`). The read runs in a thread abandoned on a signal (the process ends)."""
+    prompt: str | None = None
+    # Exception-group policy: as in `_run_turn` (the watcher never raises).
+    with collapse_group():
+        async with trio.open_nursery() as nursery:
+
+            async def watch() -> None:
+                async for signum in signals:
+                    latch.note(signum)
+                    nursery.cancel_scope.cancel(reason=f"received {latch.received[0].name}")
+                    return
+
+            nursery.start_soon(watch)
+            prompt = await trio.to_thread.run_sync(messages.next_prompt, abandon_on_cancel=True)
+            nursery.cancel_scope.cancel(reason="the next message came")
+    return prompt
 
 
 async def _run_turn(
@@ -109,11 +180,11 @@ async def _render(
     session: Session, events: Subscription, turn_id: str, fmt: str, out: TextIO
 ) -> ev.TurnEnded:
     """Write the turn's events in `fmt` until it ends; return its terminal event."""
-    output = HeadlessOutput(fmt, out, turn_id)
+    output = HeadlessOutput(fmt, out, session.id, turn_id)
     async for event in events:
         ended = output.render(event)
         if ended is not None:
-            output.finish(ended, session.id, session.usage)
+            output.finish(ended, session.usage)
             return ended
     # Cut off as a lagging subscriber (cannot happen with the default buffer for one
     # turn, but never hang): the turn's own record is authoritative.

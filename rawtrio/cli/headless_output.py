@@ -19,13 +19,27 @@ import sys
 from typing import Protocol, TextIO
 
 from rawtrio import events as ev
+from rawtrio.cli.claude_output import ClaudeTurn, SessionFacts
 from rawtrio.cli.headless_input import read_prompt, say_notice
 from rawtrio.cli.signals import SignalLatch
 from rawtrio.contracts import ExitCode, ToolStatus, TurnOutcome
 from rawtrio.runtime.view import MessageView, NoticeView, ToolCallView, ToolPhase, TranscriptView
 from rawtrio.unicode_safety import replace_lone_surrogates, scrub_json
 
-__all__ = ["HeadlessOutput", "SessionTotals", "TextOutput", "read_prompt", "report", "say_notice"]
+__all__ = [
+    "FORMATS",
+    "HeadlessOutput",
+    "SessionFacts",
+    "SessionTotals",
+    "TextOutput",
+    "read_prompt",
+    "report",
+    "say_notice",
+]
+
+#: `--output-format`: the answer text, Claude Code's result object, Claude Code's message
+#: lines (`rawtrio.cli.claude_output`), rawtrio's own event lines (docs/contracts.md).
+FORMATS = ("text", "json", "stream-json", "events")
 
 OUTCOME_EXIT = {
     TurnOutcome.COMPLETED: ExitCode.COMPLETED,
@@ -59,12 +73,14 @@ def report(ended: ev.TurnEnded, latch: SignalLatch) -> int:
 
 
 class HeadlessOutput:
-    """Writes one turn's events in `fmt` (`text`, `json` or `stream-json`) to `out`."""
+    """Writes one turn's events in `fmt` (one of `FORMATS`) to `out`. `session_id` is the
+    session's (Claude Code's lines carry it)."""
 
-    def __init__(self, fmt: str, out: TextIO, turn_id: str) -> None:
+    def __init__(self, fmt: str, out: TextIO, session_id: str, turn_id: str) -> None:
         self.fmt = fmt
         self._out = out
         self._turn_id = turn_id
+        self._claude = ClaudeTurn(session_id, turn_id)
         self._usage = {
             "input_tokens": 0,
             "output_tokens": 0,
@@ -76,20 +92,33 @@ class HeadlessOutput:
 
     @property
     def needs_totals(self) -> bool:
-        """Whether `finish` reports the session's totals (the `json` result does)."""
-        return self.fmt == "json"
+        """Whether `finish` reports the session's totals (the `result` object does)."""
+        return self.fmt in ("json", "stream-json")
+
+    def start(self, facts: SessionFacts) -> None:
+        """Before the session's first turn: the `system`/`init` line of `stream-json`."""
+        if self.fmt == "stream-json":
+            self._write(facts.init_message())
+
+    def _write(self, obj: dict[str, object]) -> None:
+        self._out.write(json.dumps(scrub_json(obj)) + "\n")
+        self._out.flush()
 
     def render(self, event: ev.Event) -> ev.TurnEnded | None:
         """Write one event; return it when it is this turn's end (then call `finish`)."""
-        if self.fmt == "stream-json":
-            self._out.write(json.dumps(scrub_json(ev.event_to_json(event))) + "\n")
-            self._out.flush()
+        if self.fmt == "events":
+            self._write(ev.event_to_json(event))
         elif self.fmt == "text":
             self._text.render(event)
-        elif isinstance(event, ev.Notice) and event.level != "info":
-            # json: stdout carries only the result object, so waits a person should know
-            # of ("retrying in 4 s: 529 overloaded, …") go to stderr as they happen.
-            print(f"rawtrio: {event.level}: {event.text}", file=sys.stderr, flush=True)
+        else:
+            for message in self._claude.messages(event):
+                if self.fmt == "stream-json":
+                    self._write(message)
+            if isinstance(event, ev.Notice) and event.level != "info":
+                # json, stream-json: stdout carries only Claude Code's objects, so waits a
+                # person should know of ("retrying in 4 s: 529 overloaded, …") go to stderr
+                # as they happen.
+                print(f"rawtrio: {event.level}: {event.text}", file=sys.stderr, flush=True)
         if isinstance(event, ev.Usage) and event.turn_id == self._turn_id:
             for k in self._usage:
                 self._usage[k] += getattr(event, k)
@@ -99,33 +128,26 @@ class HeadlessOutput:
             return event
         return None
 
-    def finish(
-        self, ended: ev.TurnEnded, session_id: str, totals: SessionTotals | None = None
-    ) -> None:
+    def finish(self, ended: ev.TurnEnded, totals: SessionTotals | None = None) -> None:
         """End the output after the turn's end: the last line of `text`, the result object
-        of `json` (`totals` are the session's, required then)."""
+        of `json` and `stream-json` (`totals` are the session's, required then)."""
         if self.fmt == "text":
             self._text.end()
-        elif self.fmt == "json":
-            assert totals is not None, "json output reports the session's totals"
-            result = {
-                "v": 1,
-                "session_id": session_id,
-                "turn_id": self._turn_id,
-                "outcome": ended.outcome.value,
-                "reason": ended.reason,
-                "steps": ended.steps,
-                "result": ended.final_text,
-                "usage": {
-                    **self._usage,
-                    # Cost (null without configured prices) and the context against the window.
-                    "cost_usd": self._cost,
-                    "session_cost_usd": totals.cost_usd,
-                    "context_tokens": totals.context_tokens,
-                    "context_window": totals.context_window,
-                },
-            }
-            self._out.write(json.dumps(scrub_json(result)) + "\n")
+        elif self.fmt in ("json", "stream-json"):
+            assert totals is not None, "the result object reports the session's totals"
+            self._write(
+                self._claude.result(
+                    ended,
+                    self._usage,
+                    self._cost,
+                    {
+                        # Cost (null without configured prices), the context against the window.
+                        "session_cost_usd": totals.cost_usd,
+                        "context_tokens": totals.context_tokens,
+                        "context_window": totals.context_window,
+                    },
+                )
+            )
         self._out.flush()
 
 

@@ -26,20 +26,27 @@ import sys
 from typing import NoReturn
 
 from rawtrio import __version__
-from rawtrio.cli.flags import add_session_flags
+from rawtrio.cli.flags import (
+    HelpFormatter,
+    add_headless_flags,
+    add_session_flags,
+    settle_headless_args,
+)
 from rawtrio.cli.signals import Interrupted, SignalLatch
 
 
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="rawtrio",
+        formatter_class=HelpFormatter,
         description="A local coding agent with strict cancellation.",
         epilog="Stored sessions: rawtrio sessions {list,show,search,export,rm,rename} "
         "(rawtrio sessions --help). Configuration: rawtrio config {check,init}. "
         "MCP servers: rawtrio mcp {list,test,import}. "
         "Undo a turn's file changes: rawtrio undo|redo (rawtrio undo --help). "
         "Editors (Agent Client Protocol): rawtrio acp [--ws]. "
-        "The host front ends attach to: rawtrio serve [--detach|--status|--stop].",
+        "The host front ends attach to: rawtrio serve [--detach|--status|--stop]. "
+        "Browser dashboard: rawtrio dashboard, rawtrio serve --dashboard.",
     )
     p.add_argument("-V", "--version", action="version", version=f"rawtrio {__version__}")
     p.add_argument(
@@ -47,13 +54,13 @@ def build_parser() -> argparse.ArgumentParser:
         "--print",
         dest="prompt",
         metavar="PROMPT",
-        help="run one turn headless with PROMPT and print the answer ('-' reads stdin)",
+        nargs="?",
+        const="",
+        help="run one turn headless with PROMPT and print the answer ('-', or neither "
+        "PROMPT nor QUERY, reads stdin)",
     )
-    p.add_argument(
-        "--output-format",
-        choices=("text", "json", "stream-json"),
-        help="headless output: the answer text (default), one JSON result, or JSON lines",
-    )
+    p.add_argument("query", nargs="?", metavar="QUERY", help="with -p and no PROMPT: the prompt")
+    add_headless_flags(p)
     add_session_flags(p)
     p.add_argument("--cwd", help="working directory of the session (default: current)")
     p.add_argument(
@@ -138,14 +145,17 @@ def run(argv: list[str] | None = None, latch: SignalLatch | None = None) -> int:
         from rawtrio.acp.cli import main as acp_main
 
         return acp_main(argv[1:], latch)
+    if argv[:1] == ["dashboard"]:  # `rawtrio dashboard`: the browser front end
+        from rawtrio.dashboard.cli import main as dashboard_main
+
+        return dashboard_main(argv[1:], latch)
     if argv[:1] == ["serve"]:  # `rawtrio serve`: the host front ends attach to
         from rawtrio.cli.serve import main as serve_main
 
         return serve_main(argv[1:], latch)
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.prompt is None and args.output_format is not None:
-        parser.error("--output-format applies only to headless runs (-p PROMPT)")
+    settle_headless_args(parser, args)
     line_chat = (
         args.prompt is None
         and not args.demo

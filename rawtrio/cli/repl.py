@@ -20,6 +20,7 @@ import os
 import signal
 import sys
 from collections.abc import AsyncIterator, Mapping
+from pathlib import Path
 from typing import TextIO
 
 import trio
@@ -65,7 +66,44 @@ def main(args: argparse.Namespace, latch: SignalLatch | None = None) -> int:
         print(f"rawtrio: {exc}", file=sys.stderr)
         return ExitCode.USAGE
     replace_unwritable(sys.stdout)
+    try:
+        with latch.raising():
+            if not _ask_trust(args):
+                return ExitCode.COMPLETED
+    except Interrupted as exc:
+        return exc.exit_code
     return trio.run(run, args, choice)
+
+
+def _ask_trust(args: argparse.Namespace) -> bool:
+    """When the project has files that wait for trust (`rawtrio.tui.trust`) and stdin is a
+    terminal: list them and ask y (trust and remember), n (continue without them this
+    session) or q (quit). False: quit."""
+    if getattr(args, "trust", False) or not sys.stdin.isatty():
+        return True
+    from rawtrio.tui.trust import describe, trust_files, untrusted_files
+
+    env = dict(os.environ)
+    cwd = Path(getattr(args, "cwd", None) or os.getcwd())
+    files = untrusted_files(cwd, env, getattr(args, "config", None))
+    if not files:
+        return True
+    out = sys.stdout
+    out.write("This project has files that run code or grant permissions:\n")
+    out.writelines(f"  {line}\n" for line in describe(files))
+    out.write("Untrusted, they are left out; trusting is recorded per file.\n")
+    while True:
+        out.write("Trust them? [y] trust and remember / [n] continue without them / [q] quit: ")
+        out.flush()
+        reply = sys.stdin.readline()
+        answer = reply.strip().lower()[:1]
+        if not reply or answer == "n":
+            return True
+        if answer == "q":
+            return False
+        if answer == "y":
+            trust_files(files, env)
+            return True
 
 
 async def run(args: argparse.Namespace, choice: Choice) -> int:

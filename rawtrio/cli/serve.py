@@ -12,6 +12,10 @@ attaching"; docs/acp.md, "The host").
 - `--stop` asks the host to stop (`_rawtrio/host/stop`) and waits until its pid is gone;
   exit 0, or 3 when none runs.
 - `--ws` also serves the ACP WebSocket listener (as `rawtrio acp --ws`) from the host.
+- `--dashboard` also serves the browser dashboard (rawtrio.dashboard) on the host's agent,
+  on 127.0.0.1 (`--dashboard-port`, default a free port); its URL with the token is
+  printed once on stderr (with `--detach`: in `host.log`) and kept in
+  `<state>/dashboard.json` (0600) while the host runs.
 
 Exit codes: 0 done, 1 the host failed (or did not come up), 2 usage error or a host already
 runs for this state directory, 3 no host running (`--status`, `--stop`).
@@ -70,6 +74,18 @@ def build_parser() -> argparse.ArgumentParser:
         "host.idle_exit, 1800)",
     )
     p.add_argument("--ws", action="store_true", help="also serve ACP on a local WebSocket")
+    p.add_argument(
+        "--dashboard",
+        action="store_true",
+        help="also serve the browser dashboard on 127.0.0.1 (its URL is printed once)",
+    )
+    p.add_argument(
+        "--dashboard-port",
+        type=int,
+        default=0,
+        metavar="N",
+        help="the dashboard's port (default: a free one)",
+    )
     add_listener_flags(p)
     p.add_argument("--config", metavar="PATH", help="user config file to read [host] from")
     return p
@@ -81,6 +97,10 @@ def main(argv: list[str], latch: SignalLatch | None = None) -> int:
     if args.idle_exit is not None and not 0 <= args.idle_exit < math.inf:
         parser.error("--idle-exit: expected 0 (never) or more seconds")
     check_listener_flags(parser, args)
+    if not 0 <= args.dashboard_port <= 65535:
+        parser.error("--dashboard-port: expected 0 (a free port) to 65535")
+    if args.dashboard_port and not args.dashboard:
+        parser.error("--dashboard-port needs --dashboard")
     from rawtrio.host.paths import host_paths
     from rawtrio.store.paths import state_dir
 
@@ -98,7 +118,13 @@ def _foreground(paths: Any, args: argparse.Namespace, latch: SignalLatch) -> int
     import trio
 
     from rawtrio.errors import RawtrioError, exit_code_for
-    from rawtrio.host.server import HostRunning, WsOptions, host_lock, run_host
+    from rawtrio.host.server import (
+        DashboardOptions,
+        HostRunning,
+        WsOptions,
+        host_lock,
+        run_host,
+    )
     from rawtrio.host.settings import read_host_settings
 
     try:
@@ -123,6 +149,7 @@ def _foreground(paths: Any, args: argparse.Namespace, latch: SignalLatch) -> int
                     latch,
                     idle_exit_s=idle,
                     ws=ws,
+                    dashboard=DashboardOptions(args.dashboard_port) if args.dashboard else None,
                     permission_timeout_s=args.permission_timeout,
                     max_frame=args.max_message,
                     outbox=args.max_queued,

@@ -17,7 +17,7 @@ import dataclasses
 import json
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
@@ -43,6 +43,9 @@ from rawtrio.runtime.view import (
 )
 from rawtrio.store.base import SessionRecord
 from rawtrio.store.paths import default_db_path
+
+#: A `task` child's record and display history, for `show`.
+Nested = tuple[SessionRecord, Sequence[ev.Event]]
 
 if TYPE_CHECKING:
     from rawtrio.runtime import Runtime
@@ -97,22 +100,37 @@ def render_change(change: Change) -> list[str]:
 
 
 def render_history(
-    record: SessionRecord, history: Sequence[ev.Event], out: TextIO, *, turns: int | None = None
+    record: SessionRecord,
+    history: Sequence[ev.Event],
+    out: TextIO,
+    *,
+    turns: int | None = None,
+    children: Mapping[str, Nested] | None = None,
+    prefix: str = "",
 ) -> None:
-    """A session's display history as text; only its last `turns` turns when given."""
+    """A session's display history as text; only its last `turns` turns when given. The
+    history of each `task` child in `children` is shown nested where it started."""
     starts = [i for i, e in enumerate(history) if isinstance(e, ev.UserMessageCommitted)]
     if turns is not None and len(starts) > turns > 0:
         history = history[starts[-turns] :]
-    out.write(f"{record.title or 'untitled'}  ({record.id})\n")
-    out.write(
-        f"{record.cwd} · {record.provider} {record.model} · {record.message_count} messages"
-        f" · updated {_stamp(record.updated_at)}\n"
-    )
+    if prefix:
+        out.write(f"{prefix}subagent {record.title or 'untitled'}  ({record.id})\n")
+    else:
+        out.write(f"{record.title or 'untitled'}  ({record.id})\n")
+        out.write(
+            f"{record.cwd} · {record.provider} {record.model} · {record.message_count} "
+            f"messages · updated {_stamp(record.updated_at)}\n"
+        )
     view = TranscriptView(retain=False)
     for e in history:
         for change in view.apply(e):
             for line in render_change(change):
-                out.write(line + "\n")
+                out.write(f"{prefix}{line}\n")
+        nested = (
+            (children or {}).get(e.child_session_id) if isinstance(e, ev.SubagentStarted) else None
+        )
+        if nested is not None:
+            render_history(*nested, out, children=children, prefix=prefix + "    │ ")
 
 
 def _record_json(r: SessionRecord) -> dict[str, object]:
@@ -134,6 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
     ls = sub.add_parser("list", help="sessions, most recently updated first")
     ls.add_argument("--cwd", metavar="DIR", help="only sessions working in DIR")
     ls.add_argument("--json", action="store_true", help="a JSON array instead of a table")
+    ls.add_argument(
+        "--all", action="store_true", help="with each session's subagent sessions under it"
+    )
     show = sub.add_parser("show", help="a session's history as text")
     show.add_argument("id", metavar="ID")
     show.add_argument("--limit", type=int, metavar="N", help="only the last N turns")
@@ -199,20 +220,39 @@ def _cwd_filter(value: str | None) -> str | None:
 
 async def _list(runtime: Runtime, args: argparse.Namespace, out: TextIO) -> int:
     records = await runtime.list_sessions(cwd=_cwd_filter(args.cwd))
+    if args.all:  # each session's `task` children right under it, indented by depth
+        records = [r for top in records for r in await _with_children(runtime, top)]
     if args.json:
         out.write(json.dumps([_record_json(r) for r in records], ensure_ascii=False) + "\n")
         return ExitCode.COMPLETED
     if not records:
         print("no stored sessions", file=sys.stderr)
         return ExitCode.COMPLETED
-    width = max(5, *(len(r.title) for r in records))
+    width = max(5, *(len(r.title) + 2 * r.depth for r in records))
     out.write(f"{'ID':32}  {'UPDATED':16}  {'MSGS':>4}  {'TITLE':{width}}  DIRECTORY\n")
     for r in records:
+        title = "  " * r.depth + (r.title or "untitled")
         out.write(
             f"{r.id:32}  {_stamp(r.updated_at):16}  {r.message_count:>4}  "
-            f"{r.title or 'untitled':{width}}  {r.cwd}\n"
+            f"{title:{width}}  {r.cwd}\n"
         )
     return ExitCode.COMPLETED
+
+
+async def _with_children(runtime: Runtime, record: SessionRecord) -> list[SessionRecord]:
+    out = [record]
+    for child in await runtime.list_children(record.id):
+        out += await _with_children(runtime, child)
+    return out
+
+
+async def _children_histories(runtime: Runtime, session_id: str) -> dict[str, Nested]:
+    """Every `task` child's record and history, and theirs, by child session id."""
+    found: dict[str, Nested] = {}
+    for child in await runtime.list_children(session_id):
+        found[child.id] = (child, await runtime.session_events(child.id))
+        found |= await _children_histories(runtime, child.id)
+    return found
 
 
 async def _show(runtime: Runtime, args: argparse.Namespace, out: TextIO) -> int:
@@ -220,7 +260,9 @@ async def _show(runtime: Runtime, args: argparse.Namespace, out: TextIO) -> int:
         raise UsageError(f"--limit: expected a positive integer, got {args.limit}")
     session_id = await resolve_id(runtime, args.id)
     record = await runtime.get_session(session_id)
-    render_history(record, await runtime.session_events(session_id), out, turns=args.limit)
+    children = await _children_histories(runtime, session_id)
+    history = await runtime.session_events(session_id)
+    render_history(record, history, out, turns=args.limit, children=children)
     out.write(await trio.to_thread.run_sync(render_checkpoints, record))
     return ExitCode.COMPLETED
 

@@ -48,9 +48,21 @@ TOOL_NAMES: Final[Mapping[str, str]] = MappingProxyType(
         "load_skill": "Skill",
     }
 )
-#: Claude Code tool name → rawtrio tool id (`MultiEdit` is one more name for `edit_file`).
+#: Claude Code tool name → rawtrio tool id (`MultiEdit` is one more name for `edit_file`,
+#: `KillBash` the former name of `KillShell`).
 TOOL_IDS: Final[Mapping[str, str]] = MappingProxyType(
-    {**{v: k for k, v in TOOL_NAMES.items()}, "MultiEdit": "edit_file"}
+    {**{v: k for k, v in TOOL_NAMES.items()}, "MultiEdit": "edit_file", "KillBash": "bash_stop"}
+)
+#: Claude Code's tools rawtrio does not have (a command-line tool list names them with a
+#: warning; Claude Code, too, accepts names of tools a session does not have).
+CLAUDE_ONLY_TOOLS: Final = (
+    "WebFetch",
+    "WebSearch",
+    "Task",
+    "NotebookEdit",
+    "NotebookRead",
+    "ExitPlanMode",
+    "SlashCommand",
 )
 
 _EXACT_NAMES: Final = re.compile(r"[A-Za-z0-9_|]+")

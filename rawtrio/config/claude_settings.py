@@ -31,12 +31,13 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final, Literal
 
-from rawtrio.compat.claude_code import compile_matcher, rawtrio_tool_id
+from rawtrio.compat.claude_code import compile_matcher
+from rawtrio.compat.claude_permissions import Effect, Unmapped, map_entry
 from rawtrio.config.errors import ConfigFileError, problem
 from rawtrio.config.safe_read import MAX_CONFIG_BYTES, UnsafeFileError, read_bounded
 from rawtrio.config.schema import HookConfig, PermissionRuleConfig, WhenConfig
@@ -66,30 +67,7 @@ TOOL_HOOK_EVENTS: Final = frozenset(
 )
 #: Claude Code's default hook timeout, in seconds.
 DEFAULT_TIMEOUT_S: Final = 60.0
-#: Characters that chain, substitute or redirect in a shell command: an allow rule never
-#: lets a command through that has one past the part it names.
-_SHELL_META: Final = r"[^\n;&|`$()<>]"
-_ENTRY: Final = re.compile(r"\A([A-Za-z0-9_]+)(?:\((.*)\))?\Z", re.DOTALL)
-#: Tools Claude Code's `Read(...)` / `Edit(...)` rules cover, with their path arguments.
-_READ_TOOLS: Final = (
-    ("read_file", ("path", "files[*].path")),
-    ("list_dir", ("path",)),
-    ("glob", ("path",)),
-    ("grep", ("path",)),
-)
-_EDIT_TOOLS: Final = (("edit_file", ("path",)), ("write_file", ("path",)))
-_PATH_TOOLS: Final[Mapping[str, tuple[tuple[str, tuple[str, ...]], ...]]] = {
-    "Read": _READ_TOOLS,
-    "Edit": _EDIT_TOOLS,
-    "MultiEdit": (("edit_file", ("path",)),),
-    "Write": (("write_file", ("path",)),),
-    "Glob": (("glob", ("path",)),),
-    "Grep": (("grep", ("path",)),),
-    "LS": (("list_dir", ("path",)),),
-}
-
 Kind = Literal["user", "project", "local"]
-Effect = Literal["allow", "ask", "deny"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -360,8 +338,10 @@ class _Reader:
             for i, entry in enumerate(value):
                 where = f"permissions.{key}[{i}]"
                 try:
-                    mapped = list(self._rules(file, effect, entry))
-                except _Unmapped as exc:
+                    mapped = map_entry(
+                        entry, effect, base=file.path.parent.parent, cwd=self.cwd, home=self.home
+                    )
+                except Unmapped as exc:
                     self._note(file, where, f"{entry!r} {exc}; not applied")
                     continue
                 for match, path, regex in mapped:
@@ -370,131 +350,3 @@ class _Reader:
                         match=match, effect=effect, when=when
                     )
                     self.rules[effect].append((rule, f"{file.shown}: {where} {entry}"))
-
-    def _rules(
-        self, file: ClaudeFile, effect: Effect, entry: Any
-    ) -> Iterator[tuple[str, str | None, str | None]]:
-        """(tool glob, argument path, regex) for each rawtrio rule one entry becomes."""
-        if not isinstance(entry, str):
-            raise _Unmapped("is not a string")
-        found = _ENTRY.match(entry.strip())
-        if found is None:
-            raise _Unmapped("is not of the form Tool or Tool(specifier)")
-        name, spec = found.group(1), found.group(2)
-        if name.startswith("mcp__"):
-            if spec is not None:
-                raise _Unmapped("has a specifier; MCP rules take none")
-            parts = name.removeprefix("mcp__").split("__", 1)
-            tool = parts[1] if len(parts) == 2 and parts[1] else "*"
-            yield (f"mcp/{parts[0]}/{tool}", None, None)
-            return
-        if name == "Bash":
-            yield ("bash", *(("command", bash_regex(spec, effect)) if spec else (None, None)))
-            return
-        if name in _PATH_TOOLS:
-            base = file.path.parent.parent
-            for tool, paths in _PATH_TOOLS[name]:
-                if not spec or spec in ("*", "**"):
-                    yield (tool, None, None)
-                    continue
-                regex = self.path_regex(spec, base, effect)
-                for path in paths:
-                    yield (tool, path, regex)
-            return
-        tool_id = rawtrio_tool_id(name)
-        if tool_id is None:
-            raise _Unmapped(f"names {name}, a tool rawtrio does not have")
-        if spec:
-            raise _Unmapped(f"has a specifier, which rawtrio cannot apply to {tool_id}")
-        yield (tool_id, None, None)
-
-    def path_regex(self, spec: str, base: Path, effect: Effect) -> str:
-        return path_regex(spec, base=base, cwd=self.cwd, home=self.home, effect=effect)
-
-
-class _Unmapped(ValueError):
-    pass
-
-
-def bash_regex(spec: str, effect: Effect) -> str:
-    """A regex over `bash`'s `command` for a Claude Code `Bash(...)` specifier.
-
-    `prefix:*` matches commands that start with `prefix`; `*` elsewhere is any text; other
-    text is the exact command. For `allow`, the whole command must match and what a
-    wildcard covers may hold no shell operator, substitution or redirection (as Claude Code:
-    `Bash(safe:*)` does not allow `safe && other`). For `ask` and `deny`, the named command
-    is found anywhere it could start a command (after `;`, `&&`, `|`, `$(`, …), so chaining
-    cannot slip past it."""
-    prefix = spec.endswith(":*")
-    text = spec[:-2] if prefix else spec
-    pieces = [re.escape(p) for p in text.split("*")]
-    if effect == "allow":
-        body = f"{_SHELL_META}*".join(pieces)
-        tail = f"(?:[ \\t]{_SHELL_META}*)?" if prefix else ""
-        return rf"\A\s*{body}{tail}\s*\Z"
-    pieces = [re.sub(r"(\\ )+", r"\\s+", p) for p in pieces]
-    body = ".*".join(pieces)
-    start = r"(?:\A|[;&|`(\n!{]|\s)\s*"
-    end = "" if prefix or spec.endswith("*") else r"\s*(?:\Z|[;&|`)\n}])"
-    return f"{start}{body}{end}"
-
-
-def path_regex(spec: str, *, base: Path, cwd: Path, home: Path, effect: Effect) -> str:
-    """A regex over a file tool's `path` argument for a Claude Code path specifier
-    (gitignore-style: `//abs`, `~/x`, `/x` from the settings' project folder, `./x` or `x`
-    from the working directory; no `/` but a trailing one: any depth; `**` any folders).
-
-    Paths reach tools as written (absolute, relative to the working directory, `~/…`), so
-    the regex accepts each form. For `allow` a path with a `..` part never matches; for
-    `ask` and `deny` the pattern also matches after any `/`, so `a/../secrets/x` and
-    symlink-free detours are still caught (rules are not a sandbox: docs/security.md)."""
-    spec = spec.removesuffix("/**") or spec  # `dir/**`: the folder and all inside it
-    anywhere = "/" not in spec.rstrip("/")
-    if spec.startswith("//"):
-        target = Path(spec[1:])
-    elif spec.startswith("~/"):
-        target = home / spec[2:]
-    elif spec.startswith("/"):
-        target = base / spec[1:]
-    else:
-        target = cwd / spec.removeprefix("./")
-    glob = _glob_regex(spec.rstrip("/").split("/")[-1] if anywhere else str(target).rstrip("/"))
-    inside = r"(?:/.*)?\Z"
-    if anywhere:
-        forms = [rf"(?:\A|/){glob}{inside}"]
-    else:
-        forms = [rf"\A{glob}{inside}"]
-        for root, lead in ((cwd, r"(?:\./)?"), (home, "~/")):
-            with contextlib.suppress(ValueError):
-                rel = Path(str(target)).relative_to(root).as_posix()
-                forms.append(rf"\A{lead}{_glob_regex(rel)}{inside}")
-        if effect != "allow":
-            with contextlib.suppress(ValueError):
-                rel = Path(str(target)).relative_to(cwd).as_posix()
-                forms.append(rf"/{_glob_regex(rel)}{inside}")
-    regex = "|".join(f"(?:{f})" for f in forms)
-    if effect == "allow":
-        regex = rf"\A(?!.*(?:\A|/)\.\.(?:/|\Z))(?:{regex})"
-    return regex
-
-
-def _glob_regex(glob: str) -> str:
-    out = []
-    i = 0
-    while i < len(glob):
-        if glob.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif glob.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif glob[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif glob[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(glob[i]))
-            i += 1
-    return "".join(out)

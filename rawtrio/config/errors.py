@@ -8,7 +8,6 @@ in a file at once instead of one per attempt.
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -104,6 +103,8 @@ def _problem_for(
     if kind == "extra_forbidden":
         known = _known_keys(model, loc[:-1])
         name = str(loc[-1])
+        import difflib  # only to report an unknown key
+
         close = difflib.get_close_matches(name, known, n=1)
         hint = f" (did you mean {close[0]!r}?)" if close else ""
         allowed = ", ".join(sorted(known)) or "none"

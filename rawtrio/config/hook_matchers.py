@@ -12,7 +12,6 @@ The config layer does not know the tools (they live above it): the caller passes
 
 from __future__ import annotations
 
-import difflib
 import fnmatch
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Final
@@ -73,6 +72,8 @@ def _hint(alt: str, ids: tuple[str, ...]) -> str:
             f" (did you mean {for_claude!r}? {alt!r} is Claude Code's name: use rawtrio's "
             'tool id, or dialect = "claude-code" to match Claude Code names)'
         )
+    import difflib  # only for a matcher that names no tool
+
     lowered = {t.lower(): t for t in ids}
     close = difflib.get_close_matches(alt.lower(), list(lowered), n=1)
     if close:

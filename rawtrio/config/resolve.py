@@ -64,6 +64,11 @@ from rawtrio.config.schema import (
 )
 from rawtrio.config.trust import TrustStore
 from rawtrio.config.variables import VariableError, VariableResolver
+from rawtrio.contracts import (
+    DEFAULT_MAX_CONCURRENT_SUBAGENTS,
+    DEFAULT_MAX_PARALLEL_TOOL_CALLS,
+    DEFAULT_MAX_SUBAGENT_DEPTH,
+)
 from rawtrio.errors import NoCredentials
 
 if TYPE_CHECKING:
@@ -195,6 +200,9 @@ class ResolvedAgent:
     loaded: LoadedConfig
     #: Where each hook was written, parallel to `hooks`.
     hook_origins: tuple[str, ...] = ()
+    max_parallel_tool_calls: int = DEFAULT_MAX_PARALLEL_TOOL_CALLS
+    max_subagent_depth: int = DEFAULT_MAX_SUBAGENT_DEPTH
+    max_concurrent_subagents: int = DEFAULT_MAX_CONCURRENT_SUBAGENTS
 
     @property
     def notices(self) -> tuple[str, ...]:
@@ -411,6 +419,9 @@ def resolve_agent(
         rule_origins=(*claude.rule_origins, *own_rules),
         permission_mode=mode or agent.permission_mode,  # type: ignore[arg-type]
         max_steps=max_steps or agent.max_steps,
+        max_parallel_tool_calls=agent.max_parallel_tool_calls,
+        max_subagent_depth=agent.max_subagent_depth,
+        max_concurrent_subagents=agent.max_concurrent_subagents,
         tool_output_cap=agent.tool_output_cap,
         request_timeout_s=agent.request_timeout_s,
         stream_idle_timeout_s=agent.stream_idle_timeout_s,

@@ -34,6 +34,8 @@ HookEvent = Literal[
     "Stop",
     "Interrupt",
     "SessionEnd",
+    "SubagentStart",
+    "SubagentStop",
 ]
 
 PositiveInt = Annotated[int, Field(gt=0)]
@@ -270,6 +272,12 @@ class AgentConfig(_Strict):
     #: included). Not a sandbox: `bash` can still reach anything the user can.
     confine_paths: bool = False
     compaction: CompactionConfig = Field(default_factory=CompactionConfig)
+    #: Calls of one group of consecutive read-only calls running at once (1: one by one).
+    max_parallel_tool_calls: PositiveInt = 8
+    #: How deep `task` children may nest (0: no `task` tool).
+    max_subagent_depth: NonNegativeInt = 2
+    #: `task` children of one session running at once.
+    max_concurrent_subagents: PositiveInt = 4
 
     @model_validator(mode="after")
     def _one_prompt(self) -> AgentConfig:

@@ -5,7 +5,6 @@ never a RecursionError). Light (no pydantic): `rawtrio.host.settings` reads the 
 
 from __future__ import annotations
 
-import tomllib
 from typing import Any, Final
 
 MAX_NESTING: Final = 64
@@ -16,6 +15,8 @@ class TomlProblem(ValueError):
 
 
 def parse_toml(raw: bytes) -> dict[str, Any]:
+    import tomllib  # only when a file exists: a run without config files never parses
+
     try:
         data = tomllib.loads(raw.decode("utf-8"))
     except tomllib.TOMLDecodeError as e:

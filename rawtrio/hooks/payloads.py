@@ -74,6 +74,27 @@ def interrupt(*, turn_id: str, reason: str) -> Payload:
     return {"turn_id": turn_id, "reason": reason}
 
 
+def subagent_start(
+    *, call_id: str, description: str, agent: str | None, child_session_id: str, depth: int
+) -> Payload:
+    return {
+        "tool_use_id": call_id,
+        "description": description,
+        "agent": agent,
+        "child_session_id": child_session_id,
+        "depth": depth,
+    }
+
+
+def subagent_stop(*, call_id: str, child_session_id: str, outcome: str, reason: str) -> Payload:
+    return {
+        "tool_use_id": call_id,
+        "child_session_id": child_session_id,
+        "outcome": outcome,
+        "reason": reason,
+    }
+
+
 def session_end(reason: str) -> Payload:
     return {"reason": reason}
 

@@ -45,6 +45,9 @@ class HookEvent(enum.StrEnum):
     STOP = "Stop"
     #: rawtrio's own: a turn was cancelled.
     INTERRUPT = "Interrupt"
+    #: A `task` call is about to start a child session / its child's turn ended.
+    SUBAGENT_START = "SubagentStart"
+    SUBAGENT_STOP = "SubagentStop"
     SESSION_END = "SessionEnd"
 
 

@@ -58,6 +58,7 @@ if TYPE_CHECKING:
     from rawtrio.app import App
     from rawtrio.app.options import SessionSetup
     from rawtrio.cli.signals import SignalLatch
+    from rawtrio.dashboard.backend import Backend
 
 log = logging.getLogger("rawtrio.host")
 
@@ -84,6 +85,12 @@ class WsOptions:
     allowed_origins: tuple[str, ...]
     handshake_timeout: float
     max_pending: int
+
+
+@dataclass(frozen=True)
+class DashboardOptions:
+    #: On 127.0.0.1; 0: a free port.
+    port: int
 
 
 @contextlib.contextmanager
@@ -168,6 +175,9 @@ class Host:
         self.outbox = outbox
         self.started = time.time()
         self.ws: str | None = None
+        #: The dashboard served from this host (`rawtrio serve --dashboard`), if any.
+        self.dashboard: Backend | None = None
+        self.dashboard_url: str | None = None
         self.connections = 0
         self._peers: set[Peer] = set()
         self._no_connection = trio.Event()
@@ -188,6 +198,7 @@ class Host:
             "started": self.started,
             "socket": str(self.paths.socket),
             "ws": self.ws,
+            "dashboard": self.dashboard_url,
             "clients": self.connections,
             "sessions": [
                 {
@@ -285,9 +296,14 @@ class Host:
                 await self._no_connection.wait()
 
     def idle(self) -> bool:
-        """No connection and no running turn."""
-        return self.connections == 0 and not any(
-            live.session.running_turn for live in self.agent.sessions.values()
+        """No connection, no dashboard request or page following a session, no running
+        turn."""
+        page = self.dashboard
+        pages = page.streams + page.requests if page is not None else 0
+        return (
+            self.connections == 0
+            and pages == 0
+            and not any(live.session.running_turn for live in self.agent.sessions.values())
         )
 
     async def idle_timer(self) -> None:
@@ -313,6 +329,7 @@ async def run_host(
     *,
     idle_exit_s: float,
     ws: WsOptions | None = None,
+    dashboard: DashboardOptions | None = None,
     permission_timeout_s: float = 300.0,
     max_frame: int = DEFAULT_MAX_FRAME,
     outbox: int = DEFAULT_OUTBOX,
@@ -352,6 +369,8 @@ async def run_host(
             nursery.start_soon(host.accept_loop, sock)
             if ws is not None:
                 host.ws = await _serve_ws(nursery, agent, ws, outbox=outbox, max_frame=max_frame)
+            if dashboard is not None:
+                await _serve_dashboard(nursery, host, dashboard)
             write_private(paths.registration, json.dumps(host.registration().to_json()) + "\n")
             log.warning("listening on %s (pid %d)", paths.socket, os.getpid())
             nursery.start_soon(host.idle_timer)
@@ -405,6 +424,26 @@ async def _serve_ws(
     )
     log.warning("%s", json.dumps(info))
     return info["acp_ws"]
+
+
+async def _serve_dashboard(nursery: trio.Nursery, host: Host, opts: DashboardOptions) -> None:
+    """The browser dashboard on the host's agent (docs/dashboard-api.md); its URL, with
+    the token, printed once (and in `<state>/dashboard.json`)."""
+    import sys
+
+    from rawtrio.dashboard.server import serve_dashboard
+
+    info = await serve_dashboard(
+        nursery,
+        host.agent,
+        mode="host",
+        default_cwd=Path.cwd(),
+        port=opts.port,
+        state_dir=host.paths.state,
+    )
+    host.dashboard = info.backend
+    host.dashboard_url = info.url
+    print(f"rawtrio dashboard: {info.open_url}", file=sys.stderr, flush=True)
 
 
 def _log_signal(sig: signal.Signals) -> None:

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import json
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -83,6 +82,8 @@ def import_servers(text: str, source: str = "the file") -> Imported:
 
 def import_codex(text: str, source: str = "config.toml") -> Imported:
     """Convert the `[mcp_servers]` of a Codex `config.toml`."""
+    import tomllib  # only when a Codex file is imported
+
     try:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as e:
@@ -234,6 +235,8 @@ def _values(where: str, values: Any, warnings: list[str]) -> dict[str, Any]:
 
 
 def _validate(out: Imported) -> None:
+    import tomllib
+
     from pydantic import ValidationError
 
     from rawtrio.config.schema import RawtrioConfig

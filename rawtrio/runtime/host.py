@@ -31,6 +31,7 @@ if TYPE_CHECKING:
     from rawtrio.runtime.recorder import Recorder
     from rawtrio.tools.background import BackgroundJobs
     from rawtrio.tools.registry import ToolRegistry
+    from rawtrio.tools.task import SubagentRunner
     from rawtrio.tools.todo import Plan
 
 
@@ -61,6 +62,8 @@ class TurnHost(Protocol):
     def running_turn(self) -> str | None: ...
     @property
     def checkpoints(self) -> TurnCheckpoints | None: ...
+    @property
+    def subagents(self) -> SubagentRunner: ...
 
     async def run_hooks(self, event: HookEvent, payload: Mapping[str, Any]) -> HookOutcome:
         """Run the hooks of `event`; warnings go to the user as notices."""

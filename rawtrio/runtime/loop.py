@@ -3,11 +3,14 @@
 Read top to bottom, this is the turn contract of docs/contracts.md. Everything that records
 state goes through the recorder's commit points (shielded, bounded), and updates `Turn` in
 the same synchronous stretch, so `Recorder.finish_turn` can always tell what a
-cancellation cut. The loop sees its session only as a `TurnHost` (rawtrio.runtime.host).
+cancellation cut. Consecutive read-only calls run side by side (`call_groups`,
+`run_group`); their results are still committed in listed order. The loop sees its
+session only as a `TurnHost` (rawtrio.runtime.host).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +20,7 @@ from rawtrio import events as ev
 from rawtrio.contracts import ToolStatus, TurnOutcome
 from rawtrio.errors import ProviderError, StreamCut
 from rawtrio.frozen import EMPTY, thaw
+from rawtrio.groups import collapse_group
 from rawtrio.hooks import HookEvent, payloads
 from rawtrio.messages import AssistantMessage, ToolCall, ToolResult
 from rawtrio.providers import base as pb
@@ -66,11 +70,15 @@ async def run_steps(host: TurnHost, turn: Turn) -> tuple[TurnOutcome, str]:
         if step == max_steps:
             await host.recorder.commit_results(turn, [not_run(c, max_steps) for c in calls])
             return TurnOutcome.MAX_STEPS, f"reached max_steps ({max_steps}) with tool calls pending"
-        for i, call in enumerate(calls):
-            result = await run_call(host, turn, call)
-            await host.recorder.commit_results(turn, [result])
+        groups = call_groups(host, calls)
+        for i, group in enumerate(groups):
+            if len(group) == 1:
+                result = await run_call(host, turn, group[0])
+                await host.recorder.commit_results(turn, [result])
+            else:
+                await run_group(host, turn, group)
             if turn.halt_reason is not None:  # a hook said `continue: false`
-                rest = [halted(c, turn.halt_reason) for c in calls[i + 1 :]]
+                rest = [halted(c, turn.halt_reason) for g in groups[i + 1 :] for c in g]
                 if rest:
                     await host.recorder.commit_results(turn, rest)
                 return TurnOutcome.COMPLETED, f"a hook ended the turn: {turn.halt_reason}"
@@ -167,6 +175,62 @@ class ReplyAttempt:
         return done
 
 
+def call_groups(host: TurnHost, calls: Sequence[ToolCall]) -> list[list[ToolCall]]:
+    """The reply's calls, in order, in the groups that run side by side: maximal runs of
+    consecutive read-only calls, and of consecutive calls of one `concurrent` tool; every
+    other call alone (docs/contracts.md, Concurrency inside a turn)."""
+    groups: list[list[ToolCall]] = []
+    previous: str | None = None
+    for call in calls:
+        key = _group_key(host, call)
+        if key is not None and key == previous:
+            groups[-1].append(call)
+        else:
+            groups.append([call])
+        previous = key
+    return groups
+
+
+def _group_key(host: TurnHost, call: ToolCall) -> str | None:
+    tool = host.registry.lookup(call.name)
+    if tool is None:
+        return None
+    args = thaw(call.arguments) if call.arguments is not None else None
+    if tool.read_only_for is not None and isinstance(args, dict):
+        if tool.read_only_for(args):
+            return "read-only"
+    elif tool.read_only:
+        return "read-only"
+    return f"tool:{tool.id}" if tool.concurrent else None
+
+
+async def run_group(host: TurnHost, turn: Turn, calls: Sequence[ToolCall]) -> None:
+    """Run calls side by side in the turn's nursery, at most `max_parallel_tool_calls` at
+    once, started in listed order; commit each result once it and every call before it
+    finished. A cancellation leaves each call's state in `turn` for `finish_turn`."""
+    slots = trio.Semaphore(max(1, host.options.max_parallel_tool_calls))
+    done = {call.id: trio.Event() for call in calls}
+
+    async def one(call: ToolCall) -> None:
+        try:
+            turn.finished[call.id] = await run_call(host, turn, call)
+            done[call.id].set()
+        finally:
+            slots.release()
+
+    async def start_in_order(nursery: trio.Nursery) -> None:
+        for call in calls:
+            await slots.acquire()
+            nursery.start_soon(one, call, name=f"tool call {call.id}")
+
+    with collapse_group():
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(start_in_order, nursery, name="start tool calls")
+            for call in calls:
+                await done[call.id].wait()
+                await host.recorder.commit_results(turn, [turn.finished[call.id]])
+
+
 async def run_call(host: TurnHost, turn: Turn, call: ToolCall) -> ToolResult:
     """Run one call, or explain why it did not run. Always returns its one result."""
     tool = host.registry.lookup(call.name)
@@ -189,13 +253,15 @@ async def run_call(host: TurnHost, turn: Turn, call: ToolCall) -> ToolResult:
         env=host.options.env,
         jobs=host.jobs,
         plan=host.plan,
+        subagents=host.subagents,
     )
     if host.checkpoints is not None:  # what the call may change (rawtrio.checkpoints)
-        await host.checkpoints.before_call(turn.id, tool.id, args, read_only=tool.read_only)
+        read_only = _group_key(host, call) == "read-only"  # as judged for grouping
+        await host.checkpoints.before_call(turn.id, tool.id, args, read_only=read_only)
     # Durably marks the call as starting, then a checkpoint: a cancellation that landed
     # before this point stops the call from starting (I4).
     await host.recorder.mark_started(turn, call)
-    turn.running = RunningCall(call, ctx)
+    turn.running[call.id] = RunningCall(call, ctx)
     host.recorder.emit(
         ev.ToolCallStarted(
             session_id=host.id,

@@ -14,7 +14,12 @@ from typing import TYPE_CHECKING
 
 from rawtrio.context.accounting import ModelPrices
 from rawtrio.context.compaction import CompactionSettings
-from rawtrio.contracts import DEFAULT_MAX_STEPS
+from rawtrio.contracts import (
+    DEFAULT_MAX_CONCURRENT_SUBAGENTS,
+    DEFAULT_MAX_PARALLEL_TOOL_CALLS,
+    DEFAULT_MAX_STEPS,
+    DEFAULT_MAX_SUBAGENT_DEPTH,
+)
 from rawtrio.hooks import HookSpec
 from rawtrio.permissions.rules import PermissionMode, Rule
 from rawtrio.providers.base import ProviderSettings
@@ -31,6 +36,15 @@ class SessionOptions:
     cwd: Path
     provider: ProviderSettings
     max_steps: int = DEFAULT_MAX_STEPS
+    #: Calls of one read-only group running at once (1: one after another).
+    max_parallel_tool_calls: int = DEFAULT_MAX_PARALLEL_TOOL_CALLS
+    #: `task` children: how deep this session is (top level: 0), how deep they may nest,
+    #: how many run at once, and how to get the options of a configured agent by name
+    #: (the config layer provides it; None: only the session's own agent).
+    subagent_depth: int = 0
+    max_subagent_depth: int = DEFAULT_MAX_SUBAGENT_DEPTH
+    max_concurrent_subagents: int = DEFAULT_MAX_CONCURRENT_SUBAGENTS
+    options_for_agent: Callable[[str], Awaitable[SessionOptions]] | None = None
     max_output_tokens: int = 8192
     tools: ToolSettings = field(default_factory=ToolSettings)
     #: Replaces the built-in base prompt when set (fixed at session creation).

@@ -57,6 +57,7 @@ class Recorder:
         context: list[Message],
         last_seq: int,
         note: str | None,
+        forward: Callable[[ev.Event], None] | None = None,
     ) -> None:
         self.session_id = session_id
         self.store = store
@@ -72,6 +73,8 @@ class Recorder:
         self.unsaved: list[Write] = []
         #: The last `REMEMBER_ENDED` turn endings, oldest first.
         self.ended: dict[str, ev.TurnEnded] = {}
+        #: A `task` child's bridge to its parent: gets every event after it is published.
+        self.forward = forward
 
     def emit(self, event: E) -> E:
         """Number, record and publish an event; returns it as subscribers got it.
@@ -82,6 +85,8 @@ class Recorder:
         event = ev.with_seq(self.redactor.scrub(event), self.seq)
         self.store.record_event(event)
         self.hub.publish(event)
+        if self.forward is not None:
+            self.forward(event)
         return event
 
     async def store_call(self, call: Callable[[], Awaitable[None]]) -> None:
@@ -177,8 +182,9 @@ class Recorder:
         await self._durably(turn, results)
         ids = {r.call_id for r in results}
         turn.pending = [c for c in turn.pending if c.id not in ids]
-        if turn.running is not None and turn.running.call.id in ids:
-            turn.running = None
+        for call_id in ids:
+            turn.running.pop(call_id, None)
+            turn.finished.pop(call_id, None)
         for r in results:
             self.emit(
                 ev.ToolCallFinished(
@@ -245,10 +251,15 @@ class Recorder:
                 cut.append("your reply was cut off while streaming and was not kept")
                 turn.streaming = None
             if turn.pending:
-                results = [cancelled_result(c, turn.running, reason) for c in turn.pending]
-                if outcome is not TurnOutcome.CANCELLED:
-                    results = [_as_error(r, reason) for r in results]
-                cut.extend(f"tool call {r.name} ({r.call_id}): {r.content}" for r in results)
+                results = [
+                    turn.finished.get(c.id) or cut_result(c, turn, outcome, reason)
+                    for c in turn.pending
+                ]
+                cut.extend(
+                    f"tool call {r.name} ({r.call_id}): {r.content}"
+                    for r in results
+                    if r.call_id not in turn.finished
+                )
                 await write(lambda: self.commit_results(turn, results))
             await write(lambda: self.store.set_state(sid, USAGE_STATE_KEY, usage))
             # Late-bound: a retried outcome is the one the turn ended with.
@@ -280,6 +291,12 @@ class Recorder:
             while len(self.ended) > REMEMBER_ENDED:
                 self.ended.pop(next(iter(self.ended)))
         return ended
+
+
+def cut_result(call: ToolCall, turn: Turn, outcome: TurnOutcome, reason: str) -> ToolResult:
+    """The result of a call the turn's end cut: `cancelled`, or an error for a failed turn."""
+    r = cancelled_result(call, turn.running.get(call.id), reason)
+    return r if outcome is TurnOutcome.CANCELLED else _as_error(r, reason)
 
 
 def _as_error(r: ToolResult, reason: str) -> ToolResult:

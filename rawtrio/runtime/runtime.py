@@ -17,6 +17,7 @@ from contextlib import asynccontextmanager
 
 import trio
 
+from rawtrio.context.accounting import UsageTotals, usage_from_json
 from rawtrio.contracts import CLEANUP_DEADLINE_S, DEFAULT_RETENTION_DAYS
 from rawtrio.errors import RawtrioError
 from rawtrio.events import Event
@@ -26,9 +27,9 @@ from rawtrio.processes.watchdog import guard_processes
 from rawtrio.providers.base import Provider, ProviderSettings
 from rawtrio.providers.clients import ClientPool
 from rawtrio.runtime.prompt import system_prompt
-from rawtrio.runtime.session import PENDING_NOTE_KEY, Session, SessionOptions
+from rawtrio.runtime.session import PENDING_NOTE_KEY, USAGE_STATE_KEY, Session, SessionOptions
 from rawtrio.skills import changed_skills, skill_fingerprints
-from rawtrio.store.base import ExportFormat, SearchHit, SessionRecord, SessionStore
+from rawtrio.store.base import ExportFormat, HistoryPage, SearchHit, SessionRecord, SessionStore
 from rawtrio.tools.base import Tool
 from rawtrio.tools.registry import ToolRegistry
 
@@ -123,6 +124,7 @@ class Runtime:
         # also repairs what a crash left: results for cut calls, interrupted turns (I6).
         report = await self.store.open_for_write(session_id)
         try:
+            await self._recover_children(session_id)
             record = await self.store.get_session(session_id)
             notes = [
                 await self.store.get_state(session_id, PENDING_NOTE_KEY),
@@ -141,6 +143,7 @@ class Runtime:
                 context=await self.store.load_context(session_id),
                 last_seq=await self.store.last_seq(session_id),
                 provider_factory=self._provider_factory,
+                registry_factory=self._registry_factory,
                 note="\n\n".join(n for n in notes if n) or None,
             )
             await self._nursery.start(self._run_session, session)
@@ -152,6 +155,18 @@ class Runtime:
         if not session.closed:
             self._live[session_id] = session
         return session
+
+    async def _recover_children(self, session_id: str) -> None:
+        """Repair what a crash left in the session's `task` children (and theirs): they are
+        never opened on their own, so their cut calls get their results here (I6)."""
+        for child in await self.store.list_children(session_id):
+            await self.store.open_for_write(child.id)
+            try:
+                await self._recover_children(child.id)
+            finally:
+                with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
+                    cleanup.shield = True
+                    await self.store.close_session(child.id)
 
     async def _run_session(
         self, session: Session, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -183,12 +198,42 @@ class Runtime:
         """Stored sessions, most recently updated first (optionally of one directory)."""
         return await self.store.list_sessions(cwd=cwd)
 
+    async def list_children(self, session_id: str) -> list[SessionRecord]:
+        """A session's `task` children, oldest first (never in `list_sessions`)."""
+        return await self.store.list_children(session_id)
+
     async def get_session(self, session_id: str) -> SessionRecord:
         return await self.store.get_session(session_id)
 
     async def session_events(self, session_id: str, after_seq: int = 0) -> list[Event]:
         """A session's display history (what the user saw), in order."""
         return await self.store.events_since(session_id, after_seq)
+
+    async def history(
+        self,
+        session_id: str,
+        *,
+        cursor: str | None = None,
+        limit: int = 50,
+        newest_first: bool = True,
+    ) -> HistoryPage:
+        """A page of a session's display history, paged with keyset cursors (docs/store.md);
+        `InvalidCursor` for a cursor no page returned."""
+        return await self.store.history(
+            session_id, cursor=cursor, limit=limit, newest_first=newest_first
+        )
+
+    async def last_seq(self, session_id: str) -> int:
+        """The sequence number of a session's last stored event (0: none)."""
+        return await self.store.last_seq(session_id)
+
+    async def usage(self, session_id: str) -> UsageTotals:
+        """A session's usage totals: the live session's, else those stored with it."""
+        live = self._live.get(session_id)
+        if live is not None and not live.closed:
+            return live.usage
+        saved = await self.store.get_state(session_id, USAGE_STATE_KEY)
+        return usage_from_json(saved, UsageTotals())
 
     async def fork_session(self, source_id: str) -> str:
         """A new session copying another's model context and display history; its id."""
@@ -207,6 +252,9 @@ class Runtime:
         live = self._live.pop(session_id, None)
         if live is not None and not live.closed:
             await live.close("session deleted")
+        # Its `task` children go with it (they are listed nowhere else).
+        for child in await self.store.list_children(session_id):
+            await self.delete_session(child.id)
         await self.store.delete_session(session_id)
         await _drop_checkpoints([session_id])
 

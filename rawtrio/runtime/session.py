@@ -53,18 +53,21 @@ from rawtrio.providers.base import Provider, ProviderSettings, ToolSpec
 from rawtrio.runtime import compaction, loop, tooldefs
 from rawtrio.runtime.model import ModelBinding
 from rawtrio.runtime.options import SessionOptions
+from rawtrio.runtime.prompt import system_prompt
 from rawtrio.runtime.recorder import (
     PENDING_NOTE_KEY,
     REMEMBER_ENDED,
     USAGE_STATE_KEY,
     Recorder,
 )
+from rawtrio.runtime.subagents import ChildOf, NarrowedPolicy, Subagents, add_usage
 from rawtrio.runtime.subscribers import DEFAULT_BUFFER, Subscription
 from rawtrio.runtime.turn import Turn
 from rawtrio.store.base import SessionRecord, SessionStore
 from rawtrio.store.errors import StoreError
 from rawtrio.tools.background import BackgroundJobs, open_background_jobs
 from rawtrio.tools.base import Tool
+from rawtrio.tools.task import TASK_TOOL_ID
 from rawtrio.tools.todo import STATE_KEY as PLAN_STATE_KEY
 from rawtrio.tools.todo import Plan, TodoItem, plan_from_json, plan_to_json
 
@@ -98,8 +101,14 @@ class Session:
         last_seq: int,
         note: str | None = None,
         provider_factory: Callable[[ProviderSettings], Provider] | None = None,
+        registry_factory: Callable[[SessionOptions], ToolRegistry] | None = None,
+        child_of: ChildOf | None = None,
     ) -> None:
         self.record = record
+        #: Set for a `task` child: its parent's policy, approvals and event bridge.
+        self.child_of = child_of
+        self._provider_factory = provider_factory
+        self._registry_factory = registry_factory
         self.id = record.id
         self.cwd = options.cwd
         self.store = store
@@ -112,6 +121,7 @@ class Session:
             context=context,
             last_seq=last_seq,
             note=note,
+            forward=child_of.forward if child_of is not None else None,
         )
         self.model = ModelBinding(
             options=options,
@@ -134,7 +144,11 @@ class Session:
             headless=options.headless,
             assume_yes=options.assume_yes,
         )
-        self.approvals = ApprovalBroker()
+        if child_of is not None:  # never more permissive than the parent; its approvals
+            self.policy = NarrowedPolicy(self.policy, child_of.policy)
+        self.approvals = child_of.approvals if child_of is not None else ApprovalBroker()
+        self.subagents = Subagents(self)
+        self._on_turn_cancel: list[Callable[[str], object]] = []
         self.hooks = HookRunner(
             options.hooks,
             session_id=self.id,
@@ -148,6 +162,8 @@ class Session:
         # The model-facing tool list is fixed for the session (modes never change it, so
         # the prompt cache survives): unconditionally denied tools are never shown.
         hidden = self.policy.hidden(t.id for t in registry.tools())
+        if options.subagent_depth >= options.max_subagent_depth:
+            hidden |= {TASK_TOOL_ID}  # children nest no deeper
         self.model.tool_specs = tuple(
             spec
             for tool, spec in zip(registry.tools(), registry.specs(), strict=True)
@@ -313,7 +329,7 @@ class Session:
             self._compaction.cancel(reason=reason)
         if self._turn is not None:
             turn = self._turn
-            turn.cancel(reason)
+            self._cancel_turn(turn, reason)
             await turn.done.wait()
         self._close_requested.set()
         await self._finished.wait()
@@ -354,8 +370,13 @@ class Session:
             return True
         if self._turn is None:
             return False
-        self._turn.cancel(reason)
+        self._cancel_turn(self._turn, reason)
         return True
+
+    def _cancel_turn(self, turn: Turn, reason: str) -> None:
+        turn.cancel(reason)
+        for callback in list(self._on_turn_cancel):  # `task` children, same reason
+            callback(reason)
 
     async def wait_turn(self, turn_id: str) -> ev.TurnEnded:
         """Wait for a turn of this session (running or among the last `REMEMBER_ENDED`
@@ -419,7 +440,10 @@ class Session:
             raise TurnInProgress(f"session {self.id} is busy; switch models between turns")
 
     async def run_hooks(self, event: HookEvent, payload: Mapping[str, Any]) -> HookOutcome:
-        """Run the hooks of `event`; warnings go to the user as notices."""
+        """Run the hooks of `event`; warnings go to the user as notices. A child's hooks
+        also get their parent's session id."""
+        if self.child_of is not None:
+            payload = {**payload, "parent_session_id": self.child_of.link.parent_id}
         outcome = await self.hooks.run(event, payload)
         for warning in outcome.warnings:
             self.recorder.emit(
@@ -447,6 +471,57 @@ class Session:
                 summary=r.summary,
             )
         )
+
+    # --- `task` children (rawtrio.runtime.subagents) ------------------------------------
+
+    async def new_child(
+        self, options: SessionOptions, child_of: ChildOf, *, title: str, inherit_prompt: bool
+    ) -> Session:
+        """A child session, stored under this one; the caller runs and closes it."""
+        if self._provider_factory is None or self._registry_factory is None:
+            raise SessionClosed(f"session {self.id} cannot start subagents")
+        prompt = self.record.system_prompt if inherit_prompt else None
+        if prompt is None:
+            prompt = system_prompt(options.cwd, options.system_prompt)
+        record = await self.store.create_session(
+            session_id=uuid.uuid4().hex,
+            cwd=str(options.cwd),
+            system_prompt=prompt,
+            provider=options.provider.kind,
+            model=options.provider.model,
+            title=title,
+            parent=child_of.link,
+        )
+        return Session(
+            record=record,
+            options=options,
+            store=self.store,
+            provider=self._provider_factory(options.provider),
+            registry=self._registry_factory(options),
+            context=[],
+            last_seq=0,
+            provider_factory=self._provider_factory,
+            registry_factory=self._registry_factory,
+            child_of=child_of,
+        )
+
+    def on_turn_cancel(self, callback: Callable[[str], object]) -> Callable[[], None]:
+        """Call `callback(reason)` when the running turn is cancelled, in the same
+        synchronous stretch; returns the function that stops it."""
+        self._on_turn_cancel.append(callback)
+        return lambda: self._on_turn_cancel.remove(callback)
+
+    def turn_cancel_reason(self) -> str | None:
+        turn = self._turn
+        return turn.cancel_reason or None if turn is not None else None
+
+    def add_child_usage(self, usage: UsageTotals) -> None:
+        self.model.usage = add_usage(self.model.usage, usage)
+
+    def after_turn(self, event: HookEvent, payload: Mapping[str, Any]) -> None:
+        """Run hooks owned by the session, not the (cancelled) turn."""
+        if self._nursery is not None and not self._closing:
+            self._nursery.start_soon(self.run_hooks, event, payload)
 
     def subscribe(self, buffer: int = DEFAULT_BUFFER) -> Subscription:
         return self.recorder.hub.subscribe(buffer)
@@ -540,7 +615,7 @@ class Session:
             if turn.scope.cancelled_caught:
                 outcome, reason = TurnOutcome.CANCELLED, turn.cancel_reason or "cancelled"
         except trio.Cancelled:
-            outcome, reason = TurnOutcome.CANCELLED, "session closed"
+            outcome, reason = TurnOutcome.CANCELLED, turn.cancel_reason or "session closed"
             raise
         except (ProviderError, StoreError) as exc:
             outcome, reason = TurnOutcome.ERROR, str(exc)

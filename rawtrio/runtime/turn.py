@@ -3,7 +3,9 @@
 The loop updates this state in the same synchronous stretch as each commit (no
 checkpoint in between), so whenever a cancellation lands the state says exactly what is
 committed, what is streaming and which call is running. The results a cut or unrun call
-gets (`cancelled_result`, `not_run`) are made from this state, here.
+gets (`cancelled_result`, `not_run`) are made from this state, here; a call that finished
+but whose result is not committed yet (a read-only group commits in listed order) keeps
+its real result (`Turn.finished`).
 """
 
 from __future__ import annotations
@@ -50,7 +52,11 @@ class Turn:
     streaming: StreamState | None = None
     #: Calls of the committed batch that have no committed result yet, in order.
     pending: list[ToolCall] = field(default_factory=list)
-    running: RunningCall | None = None
+    #: The calls running now, by call id (several in a read-only group).
+    running: dict[str, RunningCall] = field(default_factory=dict)
+    #: Results of calls that finished but are not committed yet (a group commits in
+    #: listed order): a cancellation commits these, not a `cancelled` result.
+    finished: dict[str, ToolResult] = field(default_factory=dict)
     cancel_reason: str = ""
     final_text: str = ""
     #: Set when a Claude Code hook answered `continue: false`: the turn ends after the

@@ -302,6 +302,7 @@ class TranscriptView:
         self._handlers: dict[type[ev.Event], Callable[[Any], Changes]] = {
             ev.TextDelta: self._text,
             ev.ToolOutputDelta: self._output,
+            ev.SubagentEvent: self._subagent,
             ev.ThinkingDelta: self._thinking,
             ev.UserMessageCommitted: self._user,
             ev.ToolCallAnnounced: self._announced,
@@ -411,6 +412,18 @@ class TranscriptView:
         phase = tool.phase if tool.phase is ToolPhase.FINISHED else ToolPhase.RUNNING
         return (self._put(_replace_tool(tool, output=tool.output + e.text, phase=phase), e.text),)
 
+    def _subagent(self, e: ev.SubagentEvent) -> Changes:
+        """A `task` child's progress, as lines of its parent call's live output: its tool
+        calls, its committed text and its ending (every front end shows them nested)."""
+        text = subagent_line(e.event)
+        if not text:
+            return ()
+        return self._output(
+            ev.ToolOutputDelta(
+                session_id=e.session_id, seq=e.seq, turn_id=e.turn_id, call_id=e.call_id, text=text
+            )
+        )
+
     def _announced(self, e: ev.ToolCallAnnounced) -> Changes:
         return self._add(self._tool_or_new(e.call_id, e.name, e.turn_id))
 
@@ -476,7 +489,8 @@ class TranscriptView:
         new = _replace_tool(
             tool,
             phase=ToolPhase.AWAITING_APPROVAL,
-            tool_id=e.tool_id,
+            # A running `task` call relays its child's request: it stays the `task` call.
+            tool_id=e.tool_id if tool.started_at is None else tool.tool_id,
             arguments=arguments,
             permission=PermissionView(e.request_id, e.tool_id, e.summary, e.options, e.arguments),
         )
@@ -487,9 +501,11 @@ class TranscriptView:
         tool = self.tool(e.call_id)
         if tool is not None:
             waiting = tool.phase is ToolPhase.AWAITING_APPROVAL
+            # A running `task` call whose child asked goes on running.
+            after = ToolPhase.RUNNING if tool.started_at is not None else ToolPhase.ANNOUNCED
             new = _replace_tool(
                 tool,
-                phase=ToolPhase.ANNOUNCED if waiting else tool.phase,
+                phase=after if waiting else tool.phase,
                 permission=None,
                 decision=e.decision,
             )
@@ -596,3 +612,26 @@ def _diff(tool_id: str, args: Mapping[str, Any]) -> DiffView | None:
         old = args.get("old_text")
         return DiffView(path, old if isinstance(old, str) else None, args["new_text"])
     return None
+
+
+def subagent_line(child: Any) -> str:
+    """The line(s) a child's event adds to its parent's `task` call ("" for most)."""
+    if not isinstance(child, Mapping):
+        return ""
+    kind = child.get("type")
+    if kind == "tool_call_started":
+        args = child.get("arguments")
+        summary = _short_args(thaw(args) if isinstance(args, Mapping) else {})
+        return f"→ {child.get('name')} {summary}".rstrip() + "\n"
+    if kind == "tool_call_finished":
+        return f"← {child.get('name')} {child.get('status')}\n"
+    if kind == "assistant_message" and child.get("text"):
+        return f"{child.get('text')}\n"
+    if kind == "turn_ended":
+        return f"[subagent {child.get('outcome')}: {child.get('reason')}]\n"
+    return ""
+
+
+def _short_args(args: Mapping[str, Any], limit: int = 80) -> str:
+    text = " ".join(f"{k}={v}" for k, v in args.items() if isinstance(v, str | int | float))
+    return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -21,6 +21,7 @@ Implementations: `rawtrio.store.sqlite.SqliteStore` (durable, the default) and
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, Protocol
@@ -44,6 +45,20 @@ class SessionRecord:
     created_at: float
     updated_at: float
     message_count: int = 0
+    #: A `task` child's link to its parent (docs/contracts.md, The `task` tool): the
+    #: parent session, the parent's `task` call, and how deep it nests (top level: 0).
+    parent_id: str | None = None
+    parent_call_id: str | None = None
+    depth: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ParentLink:
+    """Where a child session hangs: its parent session, the `task` call, its depth (>= 1)."""
+
+    parent_id: str
+    parent_call_id: str
+    depth: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +87,15 @@ class SearchHit:
     snippet: str
 
 
+def with_parent(record: SessionRecord, parent: ParentLink) -> SessionRecord:
+    return dataclasses.replace(
+        record,
+        parent_id=parent.parent_id,
+        parent_call_id=parent.parent_call_id,
+        depth=parent.depth,
+    )
+
+
 class SessionStore(Protocol):
     async def create_session(
         self,
@@ -82,13 +106,20 @@ class SessionStore(Protocol):
         provider: str,
         model: str,
         title: str,
+        parent: ParentLink | None = None,
     ) -> SessionRecord: ...
 
     async def get_session(self, session_id: str) -> SessionRecord:
         """Raises `UnknownSession`."""
         ...
 
-    async def list_sessions(self, *, cwd: str | None = None) -> list[SessionRecord]: ...
+    async def list_sessions(self, *, cwd: str | None = None) -> list[SessionRecord]:
+        """Top-level sessions (never a `task` child), most recently updated first."""
+        ...
+
+    async def list_children(self, parent_id: str) -> list[SessionRecord]:
+        """The `task` children of a session, oldest first."""
+        ...
 
     async def rename_session(self, session_id: str, title: str) -> None: ...
 

@@ -21,7 +21,15 @@ from rawtrio.errors import UnknownSession
 from rawtrio.events import Event, Notice
 from rawtrio.messages import Message, UserMessage
 from rawtrio.store import codec, export, recovery
-from rawtrio.store.base import ExportFormat, HistoryPage, SearchHit, SessionRecord, TurnRecord
+from rawtrio.store.base import (
+    ExportFormat,
+    HistoryPage,
+    ParentLink,
+    SearchHit,
+    SessionRecord,
+    TurnRecord,
+    with_parent,
+)
 from rawtrio.store.search import matches
 from rawtrio.store.titles import title_from_prompt
 
@@ -61,10 +69,13 @@ class MemoryStore:
         provider: str,
         model: str,
         title: str,
+        parent: ParentLink | None = None,
     ) -> SessionRecord:
         await trio.lowlevel.checkpoint()
         now = time.time()
         record = SessionRecord(session_id, title, cwd, system_prompt, provider, model, now, now)
+        if parent is not None:
+            record = with_parent(record, parent)
         self._sessions[session_id] = _Session(record)
         self._writers.add(session_id)
         return record
@@ -79,9 +90,18 @@ class MemoryStore:
         records = [
             dataclasses.replace(s.record, message_count=len(s.context))
             for s in self._sessions.values()
-            if cwd is None or s.record.cwd == cwd
+            if (cwd is None or s.record.cwd == cwd) and s.record.parent_id is None
         ]
         return sorted(records, key=lambda r: r.updated_at, reverse=True)
+
+    async def list_children(self, parent_id: str) -> list[SessionRecord]:
+        await trio.lowlevel.checkpoint()
+        records = [
+            dataclasses.replace(s.record, message_count=len(s.context))
+            for s in self._sessions.values()
+            if s.record.parent_id == parent_id
+        ]
+        return sorted(records, key=lambda r: r.created_at)
 
     async def rename_session(self, session_id: str, title: str) -> None:
         await trio.lowlevel.checkpoint()

@@ -28,7 +28,8 @@ from rawtrio.store.titles import title_from_prompt
 
 Conn = sqlite3.Connection
 _SESSION_COLUMNS = (
-    "id, title, cwd, system_prompt, provider, model, created_at, updated_at, message_count"
+    "id, title, cwd, system_prompt, provider, model, created_at, updated_at, message_count, "
+    "parent_id, parent_call_id, depth"
 )
 
 
@@ -70,7 +71,7 @@ def create_session(conn: Conn, record: SessionRecord) -> None:
 
 def create_session_row(conn: Conn, r: SessionRecord) -> None:
     conn.execute(
-        f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0)",
+        f"INSERT INTO sessions ({_SESSION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
         (
             r.id,
             codec.text(r.title),
@@ -80,6 +81,9 @@ def create_session_row(conn: Conn, r: SessionRecord) -> None:
             codec.text(r.model),
             r.created_at,
             r.updated_at,
+            r.parent_id,
+            r.parent_call_id,
+            r.depth,
         ),
     )
 
@@ -93,9 +97,19 @@ def expired(conn: Conn, before: float) -> list[str]:
 
 
 def list_sessions(conn: Conn, cwd: str | None) -> list[SessionRecord]:
-    where, args = ("WHERE cwd = ?", (codec.text(cwd),)) if cwd is not None else ("", ())
+    where, args = ("AND cwd = ?", (codec.text(cwd),)) if cwd is not None else ("", ())
     rows = conn.execute(
-        f"SELECT {_SESSION_COLUMNS} FROM sessions {where} ORDER BY updated_at DESC", args
+        f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE parent_id IS NULL {where} "
+        "ORDER BY updated_at DESC",
+        args,
+    )
+    return [_record(r) for r in rows]
+
+
+def list_children(conn: Conn, parent_id: str) -> list[SessionRecord]:
+    rows = conn.execute(
+        f"SELECT {_SESSION_COLUMNS} FROM sessions WHERE parent_id = ? ORDER BY created_at",
+        (parent_id,),
     )
     return [_record(r) for r in rows]
 

@@ -9,8 +9,6 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import platformdirs
-
 from rawtrio.private_files import private_file, tighten
 
 STATE_DIR_ENV = "RAWTRIO_STATE_DIR"
@@ -23,6 +21,8 @@ def state_dir() -> Path:
     override = os.environ.get(STATE_DIR_ENV)
     if override:
         return Path(override).expanduser()
+    import platformdirs  # ~12 ms (with tempfile and shutil): only when it is asked
+
     return platformdirs.user_state_path("rawtrio")
 
 

@@ -104,7 +104,24 @@ M004_COMPACTION = Migration(
     ("ALTER TABLE context ADD COLUMN replaced_at INTEGER",),
 )
 
-MIGRATIONS: tuple[Migration, ...] = (M001_INITIAL, M002_SEARCH, M003_LINEAGE, M004_COMPACTION)
+# A `task` child session hangs under its parent: the parent, the parent's call, its depth.
+M005_SUBAGENTS = Migration(
+    "m005_subagents",
+    (
+        "ALTER TABLE sessions ADD COLUMN parent_id TEXT",
+        "ALTER TABLE sessions ADD COLUMN parent_call_id TEXT",
+        "ALTER TABLE sessions ADD COLUMN depth INTEGER NOT NULL DEFAULT 0",
+        "CREATE INDEX sessions_by_parent ON sessions(parent_id) WHERE parent_id IS NOT NULL",
+    ),
+)
+
+MIGRATIONS: tuple[Migration, ...] = (
+    M001_INITIAL,
+    M002_SEARCH,
+    M003_LINEAGE,
+    M004_COMPACTION,
+    M005_SUBAGENTS,
+)
 
 
 def judge(conn: sqlite3.Connection, path: Path, exc: sqlite3.DatabaseError) -> StoreError:

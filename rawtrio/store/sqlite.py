@@ -33,7 +33,15 @@ from rawtrio.contracts import CLEANUP_DEADLINE_S, TurnOutcome
 from rawtrio.events import Event
 from rawtrio.messages import Message
 from rawtrio.store import ops, schema
-from rawtrio.store.base import ExportFormat, HistoryPage, SearchHit, SessionRecord, TurnRecord
+from rawtrio.store.base import (
+    ExportFormat,
+    HistoryPage,
+    ParentLink,
+    SearchHit,
+    SessionRecord,
+    TurnRecord,
+    with_parent,
+)
 from rawtrio.store.errors import StoreError, StoreUnusable, from_sqlite
 from rawtrio.store.lease import Leases
 from rawtrio.store.paths import default_db_path, fallback_paths, prepare_db_file
@@ -150,9 +158,12 @@ class SqliteStore:
         provider: str,
         model: str,
         title: str,
+        parent: ParentLink | None = None,
     ) -> SessionRecord:
         now = time.time()
         record = SessionRecord(session_id, title, cwd, system_prompt, provider, model, now, now)
+        if parent is not None:
+            record = with_parent(record, parent)
         self.leases.acquire(session_id)
         try:
             await self._run("a new session", lambda c: ops.create_session(c, record))
@@ -166,6 +177,11 @@ class SqliteStore:
 
     async def list_sessions(self, *, cwd: str | None = None) -> list[SessionRecord]:
         return await self._run("the session list", lambda c: ops.list_sessions(c, cwd), read=True)
+
+    async def list_children(self, parent_id: str) -> list[SessionRecord]:
+        return await self._run(
+            "the session's children", lambda c: ops.list_children(c, parent_id), read=True
+        )
 
     async def rename_session(self, session_id: str, title: str) -> None:
         await self._writer(session_id)

@@ -31,6 +31,7 @@ from rawtrio.messages import Message
 from rawtrio.store.base import (
     ExportFormat,
     HistoryPage,
+    ParentLink,
     SearchHit,
     SessionRecord,
     SessionStore,
@@ -128,6 +129,7 @@ class FaultyStore:
         provider: str,
         model: str,
         title: str,
+        parent: ParentLink | None = None,
     ) -> SessionRecord:
         self._write("create_session")
         return await self.inner.create_session(
@@ -137,6 +139,7 @@ class FaultyStore:
             provider=provider,
             model=model,
             title=title,
+            parent=parent,
         )
 
     async def rename_session(self, session_id: str, title: str) -> None:
@@ -197,6 +200,9 @@ class FaultyStore:
 
     async def list_sessions(self, *, cwd: str | None = None) -> list[SessionRecord]:
         return await self.inner.list_sessions(cwd=cwd)
+
+    async def list_children(self, parent_id: str) -> list[SessionRecord]:
+        return await self.inner.list_children(parent_id)
 
     async def load_context(self, session_id: str) -> list[Message]:
         return await self.inner.load_context(session_id)

@@ -30,6 +30,7 @@ from rawtrio.redaction import Redactor
 if TYPE_CHECKING:
     from rawtrio.tools.backend import Backend
     from rawtrio.tools.background import BackgroundJobs
+    from rawtrio.tools.task import SubagentRunner
     from rawtrio.tools.todo import Plan
 
 
@@ -91,6 +92,7 @@ class ToolContext:
         backend: Backend | None = None,
         jobs: BackgroundJobs | None = None,
         plan: Plan | None = None,
+        subagents: SubagentRunner | None = None,
     ) -> None:
         self.session_id = session_id
         self.call_id = call_id
@@ -108,6 +110,8 @@ class ToolContext:
         self.jobs = jobs
         #: The session's task list; None where the session keeps none.
         self.plan = plan
+        #: Starts `task` children of the session; None where the session starts none.
+        self.subagents = subagents
         self.cancel_report: CancelReport | None = None
 
     def output(self, text: str) -> None:
@@ -137,5 +141,12 @@ class Tool:
     input_schema: FrozenJSON
     handler: Handler
     read_only: bool = False
+    #: Whether one call is read-only, for a tool whose answer depends on its arguments
+    #: (`task`: whether the child agent is); None: `read_only` decides. Read-only calls
+    #: of one reply run side by side (docs/contracts.md, Concurrency inside a turn).
+    read_only_for: Callable[[Mapping[str, Any]], bool] | None = None
+    #: Consecutive calls of this tool run side by side even when they may write (`task`:
+    #: children run concurrently, each through its own permission gate).
+    concurrent: bool = False
     #: The argument shown on a tool's one-line summary in front ends (e.g. "command").
     key_argument: str | None = None

@@ -1,7 +1,7 @@
 """The built-in tools, registered through the same `register()` path as any extension.
 
 Their names are fixed in `rawtrio.contracts.BUILTIN_TOOL_NAMES`, plus `bash_output` and
-`bash_stop` for background jobs.
+`bash_stop` for background jobs, and `task` (subagents).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from rawtrio.tools.grep import grep_tool
 from rawtrio.tools.list_dir import list_dir_tool
 from rawtrio.tools.read_file import read_file_tool
 from rawtrio.tools.registry import ToolRegistry
+from rawtrio.tools.task import task_tool
 from rawtrio.tools.todo import todo_read_tool, todo_write_tool
 from rawtrio.tools.write_file import write_file_tool
 
@@ -34,6 +35,7 @@ _FACTORIES: Final[dict[str, Callable[[ToolSettings], Tool]]] = {
     "bash_stop": lambda _settings: bash_stop_tool(),
     "todo_write": lambda _settings: todo_write_tool(),
     "todo_read": lambda _settings: todo_read_tool(),
+    "task": lambda _settings: task_tool(),
 }
 
 AVAILABLE_BUILTINS: Final = tuple(_FACTORIES)

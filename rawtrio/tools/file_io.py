@@ -9,7 +9,6 @@ of one. A symlink is written through (its target is replaced, the link stays).
 from __future__ import annotations
 
 import contextlib
-import difflib
 import errno
 import os
 import secrets
@@ -106,6 +105,8 @@ def display_path(path: Path, cwd: Path) -> str:
 
 def unified_diff(before: str, after: str, shown: str, cap: int) -> str:
     """A unified diff of two texts, cut at `cap` characters."""
+    import difflib  # loaded by the first edit that reports a diff
+
     lines = difflib.unified_diff(
         before.splitlines(keepends=True),
         after.splitlines(keepends=True),

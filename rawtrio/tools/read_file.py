@@ -11,7 +11,6 @@ cap, shared by all files of a call.
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -152,6 +151,8 @@ def _missing(error: OSError, shown: str, path: Path) -> str:
         siblings = os.listdir(path.parent)
     except OSError:
         return msg
+    import difflib  # only for a path that does not exist
+
     close = difflib.get_close_matches(path.name, siblings, n=3)
     if close:
         msg += "; did you mean " + ", ".join(repr(str(path.parent / c)) for c in close) + "?"

@@ -57,6 +57,7 @@ from rawtrio.tui.permission import PermissionPrompt
 
 if TYPE_CHECKING:
     from rawtrio.tui.host import ChatOptions, ChatRuntime, ChatSession
+    from rawtrio.tui.trust import Answer, UntrustedFile
 
 log = logging.getLogger(__name__)
 #: A second Ctrl-C at an idle prompt within this many seconds leaves (as in the line chat;
@@ -454,6 +455,23 @@ class ChatApp:
             valign="middle",
             height="pack",
         )
+
+    async def ask_trust(self, files: list[UntrustedFile]) -> Answer:
+        """Show the trust dialog for `files` (`rawtrio.tui.trust_prompt`) and wait for the
+        answer: "trust", "skip" or "quit"."""
+        from rawtrio.tui.trust_prompt import TrustPrompt
+
+        answered = trio.Event()
+        answer: Answer = "skip"
+
+        def got(choice: Answer) -> None:
+            nonlocal answer
+            answer = choice
+            answered.set()
+
+        self.open_picker(TrustPrompt(files, got))
+        await answered.wait()
+        return answer
 
     def ctrl_c(self) -> None:
         """Ctrl-C as a key or as SIGINT: cancel the turn, else clear, else leave."""

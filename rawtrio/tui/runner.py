@@ -154,6 +154,8 @@ def _chat_boot(args: argparse.Namespace) -> Boot:
         await trio.to_thread.run_sync(_import_runtime)
         from rawtrio.app import Choice, open_app
 
+        if not await _ask_trust(app, args):
+            return
         choice = Choice.from_args(args)
         async with contextlib.AsyncExitStack() as stack:
             try:
@@ -168,6 +170,30 @@ def _chat_boot(args: argparse.Namespace) -> Boot:
             await app.closed.wait()
 
     return boot
+
+
+async def _ask_trust(app: ChatApp, args: argparse.Namespace) -> bool:
+    """Before the session is opened: when the project has files that wait for trust, ask
+    (`rawtrio.tui.trust_prompt`); "trust" records them in the trust store, which the
+    session's configuration (here, or on the host this chat is attached to: it reads the
+    same store) then finds trusted. False: the user chose to quit."""
+    if getattr(args, "trust", False):
+        return True  # --trust: approved on the command line
+    from rawtrio.tui.trust import trust_files, untrusted_files
+
+    cwd = Path(args.cwd or os.getcwd())
+    env = dict(os.environ)
+    config = getattr(args, "config", None)
+    files = await trio.to_thread.run_sync(untrusted_files, cwd, env, config)
+    if not files:
+        return True
+    answer = await app.ask_trust(files)
+    if answer == "quit":
+        app.request_exit()
+        return False
+    if answer == "trust":
+        await trio.to_thread.run_sync(trust_files, files, env)
+    return True
 
 
 class _Opened(Protocol):
@@ -228,6 +254,8 @@ def _attached_boot(args: argparse.Namespace, conn: HostConnection, info: HostInf
             flags=session_flags(args),
             explicit_cwd=args.cwd is not None,
         )
+        if not await _ask_trust(app, args):
+            return
         choice = Choice.from_args(args)
         with conn:
             async with open_remote_app(conn.fileno(), options, pid=info.pid) as remote:

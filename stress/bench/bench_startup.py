@@ -68,8 +68,9 @@ RUN_LIMIT_S: Final = 60.0
 #: request) does not include either; tearing down the SDK's thousands of modules is slow.
 SDK_IMPORT: Final = "import anthropic, os; os._exit(0)"
 
-#: Runs `argv` `n` times; prints JSON: per run its start stamp, wall time and exit code,
-#: and the peak RSS (KiB) of all the runs.
+#: Runs `argv` `n` times; prints JSON: per run its start stamp, wall time, CPU time (user +
+#: sys, of the command and the children it waited for) and exit code, and the peak RSS
+#: (KiB) of all the runs.
 SPAWNER: Final = """\
 import json, os, resource, sys, time
 n, argv = int(sys.argv[1]), sys.argv[2:]
@@ -78,9 +79,11 @@ runs = []
 for _ in range(n):
     start = time.monotonic()
     pid = os.posix_spawn(argv[0], argv, os.environ, file_actions=quiet)
-    _, status = os.waitpid(pid, 0)
+    _, status, usage = os.wait4(pid, 0)
     wall = time.monotonic() - start
-    runs.append({"start": start, "wall": wall, "code": os.waitstatus_to_exitcode(status)})
+    code = os.waitstatus_to_exitcode(status)
+    cpu = usage.ru_utime + usage.ru_stime
+    runs.append({"start": start, "wall": wall, "cpu": cpu, "code": code})
 peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
 print(json.dumps({"runs": runs, "maxrss_kib": peak}))
 """
@@ -109,6 +112,9 @@ if os.environ.get("RAWTRIO_BENCH_STAMPS"):
 class Spawned:
     starts: list[float]
     walls_ms: list[float]
+    #: User + system CPU time of each run (`wait4`): steadier than the wall time on a
+    #: loaded machine, where a run mostly waits for a core.
+    cpus_ms: list[float]
     maxrss_mb: float
 
 
@@ -136,6 +142,7 @@ async def spawn(argv: list[str], runs: int, env: dict[str, str], cwd: Path) -> S
     return Spawned(
         starts=[r["start"] for r in data["runs"]],
         walls_ms=[r["wall"] * 1000 for r in data["runs"]],
+        cpus_ms=[r["cpu"] * 1000 for r in data["runs"]],
         maxrss_mb=data["maxrss_kib"] / 1024,
     )
 

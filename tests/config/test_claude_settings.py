@@ -129,6 +129,10 @@ def test_every_rawtrio_event_is_read(repo: Path, env: dict[str, str], event: str
         ("Edit(./src/**)", "write_file", {"path": "lib/a.py"}, Effect.ASK),
         ("mcp__github", "mcp/github/create_issue", {}, Effect.ALLOW),
         ("mcp__github__list", "mcp/github/create_issue", {}, Effect.ASK),
+        ("mcp__github__*", "mcp/github/create_issue", {}, Effect.ALLOW),
+        ("mcp__brave-search", "mcp/brave-search/web", {}, Effect.ALLOW),
+        ("Bash(*)", "bash", {"command": "make && make install"}, Effect.ALLOW),  # = Bash
+        ("Skill", "load_skill", {"name": "pdf"}, Effect.ALLOW),
     ],
 )
 def test_allow_entries_map_onto_rules_no_wider_than_written(
@@ -196,7 +200,7 @@ def test_what_cannot_be_mapped_is_reported_never_dropped(repo: Path, env: dict[s
         {
             "model": "opus",
             "permissions": {
-                "deny": ["WebFetch(domain:example.com)", "Grep(x)", "NotATool"],
+                "deny": ["WebFetch(domain:example.com)", "Grep(x)", "NotATool", "mcp__"],
                 "defaultMode": "acceptEdits",
             },
             "hooks": {
@@ -214,6 +218,7 @@ def test_what_cannot_be_mapped_is_reported_never_dropped(repo: Path, env: dict[s
         "permissions.deny[0]: 'WebFetch(domain:example.com)' names WebFetch, a tool rawtrio "
         "does not have; not applied",
         "permissions.deny[2]: 'NotATool' names NotATool",
+        "permissions.deny[3]: 'mcp__' has no server name after mcp__; not applied",
         "permissions.defaultMode: not applied by rawtrio",
         "hooks.Notification: rawtrio has no such event; its hooks do not run",
         "hooks.PreToolUse[0].matcher: 'Bsh' names no tool rawtrio has",

@@ -144,7 +144,7 @@ class LiveRun:
         self._queue.put(None)
 
     def wait_for_event(self, type_: str) -> dict[str, Any]:
-        """Wait for the first stream-json event of this type (liveness-bounded)."""
+        """Wait for the first `--output-format events` line of this type (liveness-bounded)."""
         return self.wait_for_line(lambda obj: obj.get("type") == type_)
 
     def wait_for_text(self, text: str) -> str:

@@ -51,7 +51,17 @@ def test_version_imports_nothing_heavy(iso: Isolation) -> None:
         (["-p", "hi", "--sigterm-grace", "-1"], "--sigterm-grace: expected seconds >= 0"),
         (["-p", "hi", "--cwd", "/no/such/dir"], "--cwd: /no/such/dir is not a directory"),
         (["-p", "   "], "-p: the prompt is empty"),
-        (["-p"], "argument -p/--print: expected one argument"),
+        (["-p"], "-p: the prompt is empty"),  # no PROMPT, no QUERY: stdin (empty here)
+        (["-p", "hi", "more"], "unrecognized argument 'more' (the prompt is -p's: 'hi')"),
+        (["hi"], "unrecognized argument 'hi' (a prompt needs -p: rawtrio -p PROMPT)"),
+        (["-p", "hi", "--max-turns", "0"], "--max-steps: expected a positive integer, got 0"),
+        (["-p", "hi", "--permission-mode", "yolo"], "'yolo' is not a permission mode"),
+        (["-p", "hi", "--allowedTools", "Bash(ls"], "'Bash(ls' is not a tool name"),
+        (["-p", "hi", "--allowedTools", "Nope"], "'Nope': no such tool"),
+        (["-p", "hi", "--disallowedTools", "Edit(x"], "'Edit(x' is not a tool name"),
+        (["-p", "hi", "--disallowedTools", "TodoWrite(x)"], "cannot apply to todo_write"),
+        (["-p", "hi", "--input-format", "stream-json"], "give -p without a prompt"),
+        (["--input-format", "stream-json"], "--input-format applies only to headless"),
         (["-p", "hi", "--fork"], "--fork needs --continue or --resume ID"),
         (["--continue", "--resume", "x"], "argument -r/--resume: not allowed with argument"),
         (["-p", "hi", "--resume"], "argument -r/--resume: expected one argument"),
@@ -121,6 +131,10 @@ def test_the_help_lists_every_headless_flag(iso: Isolation) -> None:
     expected = {"--version", "--print", "--output-format", "--provider", "--model", "--base-url"}
     expected |= {"--continue", "--resume", "--fork"}
     assert expected | {"--max-steps", "--cwd", "--sigterm-grace"} <= flags
+    # Claude Code's (docs/compat.md): `--allowedTools` shows as `--allowed` here.
+    claude = {"--verbose", "--input-format", "--max-turns", "--permission-mode"}
+    claude |= {"--allowed-tools", "--disallowed-tools", "--system-prompt"}
+    assert claude | {"--append-system-prompt"} <= flags
     assert "rawtrio sessions" in done.stdout
 
 

@@ -50,6 +50,8 @@ def test_json_output_has_outcome_result_and_usage(iso: Isolation, fake_model: Fa
     assert set(result["usage"]) == {
         "input_tokens",
         "output_tokens",
+        "cache_creation_input_tokens",
+        "cache_read_input_tokens",
         "cache_read_tokens",
         "cache_write_tokens",
         "cost_usd",
@@ -72,7 +74,7 @@ def test_stream_json_is_one_event_per_line_with_increasing_seq(
     iso: Isolation, fake_model: FakeModel
 ) -> None:
     done = run_rawtrio(
-        iso, *headless(fake_model, "use a tool", "--output-format", "stream-json"), env=KEYS
+        iso, *headless(fake_model, "use a tool", "--output-format", "events"), env=KEYS
     )
     assert done.returncode == 0, done.stderr
     events = done.json_lines()
@@ -194,7 +196,7 @@ def test_provider_model_key_and_url_from_the_environment(
         key_var: "test-key",
         url_var: fake_model.url_for(provider),
     }
-    done = run_rawtrio(iso, "-p", "say hello", "--output-format", "stream-json", env=env)
+    done = run_rawtrio(iso, "-p", "say hello", "--output-format", "events", env=env)
     assert done.returncode == 0, done.stderr
     events = done.json_lines()
     assert next(e for e in events if e["type"] == "step_started")["model"] == "model-from-env"
@@ -210,7 +212,7 @@ def test_flags_win_over_the_environment(iso: Isolation, fake_model: FakeModel) -
     }
     done = run_rawtrio(
         iso,
-        *headless(fake_model, "say hello", "--output-format", "stream-json"),
+        *headless(fake_model, "say hello", "--output-format", "events"),
         "--model",
         "model-from-flag",
         env=env,
@@ -262,14 +264,14 @@ def test_text_that_is_not_unicode_from_the_model_is_written_as_replacement_chara
     # The turn completed: the reply was stored with U+FFFD in the surrogate's place.
     assert text.returncode == 0, text.stderr
     assert text.stderr == "", text.stderr
-    for fmt in ("stream-json", "json"):
+    for fmt in ("events", "stream-json", "json"):
         args = headless(fake_model, prompt, "--output-format", fmt, provider=provider)
         done = run_rawtrio(iso, *args, env=KEYS)
         lines = done.json_lines()
         assert lines, done
         assert not has_lone_surrogate(json.dumps(lines, ensure_ascii=False))
         assert lines[-1]["outcome"] == "completed", lines[-1]
-        if fmt == "stream-json":
+        if fmt == "events":  # rawtrio's own event lines
             assert lines[-1]["type"] == "turn_ended"
             deltas = [e["text"] for e in lines if e["type"] == "text_delta"]
             assert "".join(deltas) == "bad \ufffd text"

@@ -21,7 +21,7 @@ def tool_run(fake: FakeModel, *extra: str) -> list[str]:
         "--base-url",
         fake.base_url,
         "--output-format",
-        "stream-json",
+        "events",
         *extra,
     ]
 

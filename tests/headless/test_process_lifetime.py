@@ -72,7 +72,7 @@ def start(iso: Isolation, fake: FakeModel) -> LiveRun:
         "--model",
         "test-model",
         "--output-format",
-        "stream-json",
+        "events",
         env={"ANTHROPIC_API_KEY": "test-key"},
     )
 

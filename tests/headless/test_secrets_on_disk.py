@@ -103,7 +103,7 @@ def test_a_secret_used_everywhere_never_reaches_disk(tmp_path: Path, provider: s
             "--config",
             str(config),
             "--output-format",
-            "stream-json",
+            "events",
             env={"ANTHROPIC_API_KEY": "test-key", "OPENAI_API_KEY": "test-key"},
         )
         # The model was sent the redacted transcript, and accepted it.

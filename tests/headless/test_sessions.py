@@ -171,7 +171,7 @@ def test_a_cancelled_run_then_continue_tells_the_model_what_was_cut(
         "--base-url",
         recorder.base_url,
         "--output-format",
-        "stream-json",
+        "events",
         env=KEYS,
     )
     try:
@@ -199,7 +199,7 @@ def test_a_session_open_in_another_process_exits_5_until_that_process_dies(
         "--base-url",
         recorder.base_url,
         "--output-format",
-        "stream-json",
+        "events",
         env=KEYS,
     )
     try:

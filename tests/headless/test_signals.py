@@ -1,7 +1,7 @@
 """SIGINT/SIGTERM during a headless run, to rawtrio's pid or to its process group.
 
 The turn is cancelled through the same path as every front end: the cut is recorded
-(`stream_interrupted` / a `cancelled` tool result), the last stream-json line is the one
+(`stream_interrupted` / a `cancelled` tool result), the last events line is the one
 `turn_ended` with outcome `cancelled`, the tool's whole process group is gone, the exit code
 names the signal, and stderr has no traceback. Times from signal to exit are measured and
 printed (`pytest -s`), never asserted: the only bound is the liveness bound.
@@ -43,7 +43,7 @@ def start(iso: Isolation, fake: FakeModel, prompt: str, *flags: str) -> LiveRun:
         "--model",
         "test-model",
         "--output-format",
-        "stream-json",
+        "events",
         "--sigterm-grace",
         "0.2",
         *flags,

@@ -35,6 +35,12 @@ PAYLOADS: dict[HookEvent, dict[str, Any]] = {
     HookEvent.STOP: payloads.stop(stop_hook_active=False, last_assistant_message="done"),
     HookEvent.INTERRUPT: payloads.interrupt(turn_id="t1", reason="cancelled by the user"),
     HookEvent.SESSION_END: payloads.session_end("closed"),
+    HookEvent.SUBAGENT_START: payloads.subagent_start(
+        call_id="call-2", description="count files", agent=None, child_session_id="c1", depth=1
+    ),
+    HookEvent.SUBAGENT_STOP: payloads.subagent_stop(
+        call_id="call-2", child_session_id="c1", outcome="completed", reason="end_turn"
+    ),
 }
 
 

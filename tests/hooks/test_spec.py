@@ -63,6 +63,8 @@ def test_event_names_are_claude_codes() -> None:
         "Stop",
         "Interrupt",
         "SessionEnd",
+        "SubagentStart",
+        "SubagentStop",
     }
 
 

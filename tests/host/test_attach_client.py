@@ -157,7 +157,19 @@ def test_json_output_reports_the_hosts_session_totals(iso: Isolation, state: Pat
         done = run.finish()
     assert done.returncode == 0, done.stderr
     [result] = done.json_lines()
+    # Claude Code's result object (docs/compat.md), rawtrio's keys besides; durations come
+    # from the events' timestamps, the uuid from the session id.
+    assert isinstance(result.pop("duration_ms"), int)
+    assert isinstance(result.pop("duration_api_ms"), int)
+    assert isinstance(result.pop("uuid"), str)
     assert result == {
+        "type": "result",
+        "subtype": "success",
+        "is_error": False,
+        "num_turns": 2,
+        "total_cost_usd": 0.25,
+        # The played turn's denied call (no assistant message named its input).
+        "permission_denials": [{"tool_name": "bash", "tool_use_id": "c1", "tool_input": {}}],
         "v": 1,
         "session_id": "s1",
         "turn_id": "t1",
@@ -168,6 +180,8 @@ def test_json_output_reports_the_hosts_session_totals(iso: Isolation, state: Pat
         "usage": {
             "input_tokens": 10,
             "output_tokens": 5,
+            "cache_creation_input_tokens": 2,
+            "cache_read_input_tokens": 1,
             "cache_read_tokens": 1,
             "cache_write_tokens": 2,
             "cost_usd": 0.25,
@@ -181,7 +195,7 @@ def test_json_output_reports_the_hosts_session_totals(iso: Isolation, state: Pat
 
 def test_stream_json_writes_the_hosts_events(iso: Isolation, state: Path) -> None:
     with fake_host(socket_of(iso, state)) as host:
-        run = LiveRun.start(iso, "-p", "hi", "--output-format", "stream-json", env=env_for(state))
+        run = LiveRun.start(iso, "-p", "hi", "--output-format", "events", env=env_for(state))
         peer = host.accept()
         peer.start_turn()
         play_a_turn(peer)
@@ -310,7 +324,7 @@ def test_a_signal_cancels_the_remote_turn_once(
     iso: Isolation, state: Path, first: signal.Signals, name: str, code: int
 ) -> None:
     with fake_host(socket_of(iso, state)) as host:
-        run = LiveRun.start(iso, "-p", "hi", "--output-format", "stream-json", env=env_for(state))
+        run = LiveRun.start(iso, "-p", "hi", "--output-format", "events", env=env_for(state))
         peer = host.accept()
         peer.start_turn()
         peer.event(ev.TextDelta(session_id="s1", turn_id="t1", seq=2, step=1, text="working"))

@@ -5,9 +5,12 @@ the requests can be read)."""
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import json
 import os
+import re
 import signal
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -66,6 +69,15 @@ VARYING = {
     "input_tokens",
     "cache_read_tokens",
     "cache_write_tokens",
+    # Claude Code's lines (`stream-json`, `json`): ids derived from the session id, the
+    # message ids (call ids), durations, and the same token split under its names.
+    "uuid",
+    "id",
+    "tool_use_id",
+    "duration_ms",
+    "duration_api_ms",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
 }
 
 
@@ -86,7 +98,7 @@ def same_output(fmt: str, attached: Finished, local: Finished) -> None:
         assert normalized(attached.json_lines()) == normalized(local.json_lines())
 
 
-@pytest.mark.parametrize("fmt", ["text", "json", "stream-json"])
+@pytest.mark.parametrize("fmt", ["text", "json", "stream-json", "events"])
 def test_an_attached_run_prints_what_a_local_run_prints(
     place: Place, host: HostProcess, fmt: str
 ) -> None:
@@ -109,7 +121,7 @@ def test_tools_run_in_the_host_in_the_clients_directory_and_environment(
 ) -> None:
     sub = place.iso.cwd / "sub"
     sub.mkdir()
-    args = ("-p", "who runs tools", "--output-format", "stream-json", "--cwd", str(sub))
+    args = ("-p", "who runs tools", "--output-format", "events", "--cwd", str(sub))
     attached = rawtrio(place, *args, RAWTRIO_MARKER="client-1")
     assert attached.returncode == 0, attached.stderr
     assert tool_output(attached).strip() == f"parent={host.proc.pid} cwd={sub} marker=client-1"
@@ -121,7 +133,7 @@ def test_tools_run_in_the_host_in_the_clients_directory_and_environment(
 
 
 def test_sigint_cancels_the_remote_turn(place: Place, host: HostProcess) -> None:
-    run = live(place, "-p", "sleep a while", "--output-format", "stream-json")
+    run = live(place, "-p", "sleep a while", "--output-format", "events")
     started = run.wait_for_event("tool_call_started")
     sleeper: list[psutil.Process] = []
 
@@ -198,7 +210,7 @@ def stopping_any_host(place: Place) -> Iterator[None]:
 
 @pytest.mark.parametrize("how", ["config", "flag"])
 def test_autostart_starts_a_host_and_attaches(place: Place, how: str) -> None:
-    args: tuple[str, ...] = ("-p", "who runs tools", "--output-format", "stream-json")
+    args: tuple[str, ...] = ("-p", "who runs tools", "--output-format", "events")
     if how == "config":
         config = place.iso.home / ".config" / "rawtrio" / "config.toml"
         config.parent.mkdir(parents=True, exist_ok=True)
@@ -230,7 +242,7 @@ def test_without_autostart_no_host_is_started(place: Place) -> None:
 
 
 def test_the_host_killed_mid_turn_leaves_a_clear_error(place: Place, host: HostProcess) -> None:
-    run = live(place, "-p", "sleep a while", "--output-format", "stream-json")
+    run = live(place, "-p", "sleep a while", "--output-format", "events")
     run.wait_for_event("tool_call_started")
     host.kill()
     done = run.finish()
@@ -238,3 +250,92 @@ def test_the_host_killed_mid_turn_leaves_a_clear_error(place: Place, host: HostP
     assert done.stderr == (
         f"rawtrio: error: the host (pid {host.proc.pid}) went away during the turn\n"
     )
+
+
+def user_lines(*texts: str) -> str:
+    return "".join(
+        json.dumps({"type": "user", "message": {"role": "user", "content": text}}) + "\n"
+        for text in texts
+    )
+
+
+def test_claude_codes_flags_and_input_attached_print_what_a_local_run_prints(
+    place: Place, host: HostProcess
+) -> None:
+    """`--input-format stream-json` (a turn per message), `--output-format stream-json`
+    and Claude Code's session flags, attached and local: the same lines; the second
+    message's tool ran in the host (its parent), so the run was attached."""
+    args = (
+        "-p",
+        "--input-format",
+        "stream-json",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--permission-mode",
+        "default",
+        "--allowedTools",
+        "Read,Bash",
+        "--disallowedTools",
+        "Bash(rm:*)",
+        "--append-system-prompt",
+        "Be brief.",
+    )
+    stdin = user_lines("use a tool", "who runs tools")
+    attached = run_rawtrio(place.iso, *args, env=place.env(), stdin=stdin)
+    local = run_rawtrio(place.iso, *args, "--no-attach", env=place.env(), stdin=stdin)
+    assert attached.returncode == 0, attached.stderr
+    ran_in = [
+        block["content"]
+        for line in attached.json_lines()
+        if line["type"] == "user"
+        for block in line["message"]["content"]
+    ]
+    assert ran_in[1].startswith(f"parent={host.proc.pid} ")
+    pids = re.compile(r"parent=\d+")
+    same_output(
+        "stream-json",
+        dataclasses.replace(attached, stdout=pids.sub("parent=N", attached.stdout)),
+        dataclasses.replace(local, stdout=pids.sub("parent=N", local.stdout)),
+    )
+    results = [line for line in attached.json_lines() if line["type"] == "result"]
+    assert [r["result"] for r in results] == ["The tool said tool-output.", "told"]
+    assert all(r["permission_denials"] == [] for r in results)
+
+
+@pytest.mark.parametrize("where", ["attached", "local"])
+def test_stream_input_signals_between_and_during_turns(
+    place: Place, host: HostProcess, where: str
+) -> None:
+    """`--input-format stream-json`: a turn per message as it comes (the result line
+    before the next is read); SIGINT while it waits for a message ends the run (130) with
+    no turn; SIGINT during a turn cancels it, prints its result and ends the run."""
+    args = ["-p", "--input-format", "stream-json", "--output-format", "stream-json"]
+    if where == "local":
+        args.append("--no-attach")
+    waiting = LiveRun.start(place.iso, *args, env=place.env(), stdin=subprocess.PIPE)
+    assert waiting.proc.stdin is not None
+    waiting.proc.stdin.write(user_lines("say hello"))
+    waiting.proc.stdin.flush()
+    first = waiting.wait_for_event("result")
+    assert first["result"] == "Hello from the fake model."
+    waiting.signal(signal.SIGINT, group=True)  # stdin stays open: it waits for a message
+    done = waiting.finish()
+    assert done.returncode == 130, done.stderr
+    assert [line["type"] for line in done.json_lines()][-1] == "result"
+    waiting.proc.stdin.close()
+
+    mid_turn = LiveRun.start(place.iso, *args, env=place.env(), stdin=subprocess.PIPE)
+    assert mid_turn.proc.stdin is not None
+    mid_turn.proc.stdin.write(user_lines("sleep a while", "say hello"))
+    mid_turn.proc.stdin.flush()
+    mid_turn.wait_for_line(lambda line: line["type"] == "assistant")
+    mid_turn.signal(signal.SIGINT, group=True)
+    done = mid_turn.finish()
+    mid_turn.proc.stdin.close()
+    assert done.returncode == 130, done.stderr
+    results = [line for line in done.json_lines() if line["type"] == "result"]
+    assert len(results) == 1  # the second message never ran
+    assert results[0]["subtype"] == "error_during_execution"
+    assert results[0]["errors"] == ["received SIGINT"]
+    assert "rawtrio: cancelled (received SIGINT)" in done.stderr

@@ -181,7 +181,7 @@ def test_host_killed_mid_turn_the_session_recovers_with_nothing_rerun(
         "--base-url",
         place.base_url,
         "--output-format",
-        "stream-json",
+        "events",
     )
     assert run.returncode == 0, run.stderr
     assert json.loads(run.stdout.splitlines()[-1])["type"] == "turn_ended"

@@ -190,7 +190,7 @@ def test_builtin_registry_registers_through_the_same_path() -> None:
     registry = builtin_registry()
     names = [s.name for s in registry.specs()]
     assert set(BUILTIN_TOOL_NAMES) <= set(names)
-    assert names[-4:] == ["bash_output", "bash_stop", "todo_write", "todo_read"]
+    assert names[-5:] == ["bash_output", "bash_stop", "todo_write", "todo_read", "task"]
     bash = registry.lookup("bash")
     assert bash is not None
     assert bash.key_argument == "command"
