@@ -17,6 +17,8 @@ extension methods on the same connection, next to every ACP method:
   errors the local operation raises.
 - `_rawtrio/sessions/list`, `_rawtrio/sessions/get`, `_rawtrio/sessions/fork`,
   `_rawtrio/sessions/delete` (requests): the stored sessions (`Runtime`'s operations).
+- `_rawtrio/undo`, `_rawtrio/redo` (requests): checkpoints (docs/checkpoints.md); a
+  conflict is an answer with `applied: false` and the `conflicts`, `force: true` overwrites.
 - `_rawtrio/host/status`, `_rawtrio/host/stop` (requests).
 - `_meta.rawtrio = {"env", "flags"}` on ACP's `session/new`, `session/load` and
   `session/resume` from a connection on the host's socket (an attached `rawtrio acp`
@@ -514,6 +516,60 @@ async def sessions_delete(
     return {}
 
 
+async def checkpoint_undo(
+    conn: AcpConnection, peer: Peer, params: Mapping[str, Any], ready: Ready
+) -> Any:
+    """`_rawtrio/undo`: put back the files of the session's last turn that changed some
+    (or checkpoint `turn`); `_rawtrio/redo` re-applies. With files changed outside rawtrio
+    since, nothing is written and the answer lists the `conflicts` (`applied: false`): the
+    client asks its user and sends the request again with `force: true` to overwrite."""
+    return await _restore(conn, params, ready, undo=True)
+
+
+async def checkpoint_redo(
+    conn: AcpConnection, peer: Peer, params: Mapping[str, Any], ready: Ready
+) -> Any:
+    return await _restore(conn, params, ready, undo=False)
+
+
+async def _restore(
+    conn: AcpConnection, params: Mapping[str, Any], ready: Ready, *, undo: bool
+) -> Any:
+    from rawtrio.checkpoints.restore import CheckpointError
+
+    live = _live_session(conn, params)
+    number = params.get("turn")
+    if number is not None and (not _is_int(number) or number < 1):
+        raise p.invalid(f"turn must be an integer >= 1, got {json_type_name(number)}")
+    force = _bool(params, "force")
+    session = live.session
+    checkpoints = session.checkpoints
+    if checkpoints is None:
+        raise rawtrio_error(UsageError("checkpoints are off for this session"))
+    if session.running_turn is not None:
+        raise RpcError(TURN_IN_PROGRESS, "a turn is running; cancel it first to undo or redo")
+    ready()
+    try:
+        run = checkpoints.undo if undo else checkpoints.redo
+        outcome = await run(number, force=force)
+    except CheckpointError as exc:
+        raise rawtrio_error(UsageError(str(exc))) from None
+    cs = outcome.change_set
+    return {
+        "applied": outcome.applied,
+        "turn": cs.number,
+        "turnId": cs.turn_id,
+        "state": cs.state,
+        "summary": cs.summary(),
+        "restored": list(outcome.restored),
+        "conflicts": [
+            {"path": c.path, "expected": c.expected, "found": c.found} for c in outcome.conflicts
+        ],
+        "notCaptured": [{"path": n.path, "reason": n.reason} for n in cs.not_captured],
+        "text": outcome.describe("undo" if undo else "redo"),
+    }
+
+
 async def host_status(
     conn: AcpConnection, peer: Peer, params: Mapping[str, Any], ready: Ready
 ) -> Any:
@@ -553,6 +609,8 @@ REQUESTS: Final[dict[str, _Method]] = {
     "_rawtrio/sessions/get": sessions_get,
     "_rawtrio/sessions/fork": sessions_fork,
     "_rawtrio/sessions/delete": sessions_delete,
+    "_rawtrio/undo": checkpoint_undo,
+    "_rawtrio/redo": checkpoint_redo,
     "_rawtrio/host/status": host_status,
     "_rawtrio/host/stop": host_stop,
 }

@@ -23,6 +23,7 @@ from typing import Final
 
 import trio
 
+from rawtrio.checkpoints.store import checkpoints_root
 from rawtrio.config import (
     ResolvedAgent,
     TrustStore,
@@ -157,6 +158,7 @@ async def prepare_session(
         variables=variables,
         env=session_env,
         nested_memory=_nested_memory(cwd, env, resolved),
+        checkpoint_dir=checkpoints_root(env),
     )
 
     async def options_for_model(name: str) -> SessionOptions:

@@ -263,7 +263,26 @@ async def _show(runtime: Runtime, args: argparse.Namespace, out: TextIO) -> int:
     children = await _children_histories(runtime, session_id)
     history = await runtime.session_events(session_id)
     render_history(record, history, out, turns=args.limit, children=children)
+    out.write(await trio.to_thread.run_sync(render_checkpoints, record))
     return ExitCode.COMPLETED
+
+
+def render_checkpoints(record: SessionRecord) -> str:
+    """The session's change sets, one per turn that changed files (docs/checkpoints.md)."""
+    from rawtrio.checkpoints.store import CheckpointStore, checkpoints_root
+
+    sets = CheckpointStore(checkpoints_root(), Path(record.cwd)).change_sets(record.id)
+    if not sets:
+        return ""
+    lines = ["checkpoints (rawtrio undo --session ID --turn N):"]
+    for cs in sets:
+        flags = cs.state + (", cancelled" if cs.cancelled else "")
+        lines.append(f"  #{cs.number}  {cs.summary()}  [{flags}]  {_stamp(cs.created_at)}")
+        for f in cs.files:
+            mark = "A" if f.before is None else "D" if f.after is None else "M"
+            lines.append(f"      {mark} {f.path}  (+{f.added} \u2212{f.removed})")
+        lines += [f"      ! {n.path}: not captured, {n.reason}" for n in cs.not_captured]
+    return "\n".join(lines) + "\n"
 
 
 async def _search(runtime: Runtime, args: argparse.Namespace, out: TextIO) -> int:

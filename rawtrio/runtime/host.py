@@ -10,6 +10,7 @@ model, turn. What each part is for:
 - `compactions`: when the next automatic compaction is due (`rawtrio.context`);
 - `registry`, `policy`, `approvals`, `run_hooks`: the tools and what admits a call;
 - `jobs`, `plan`, `cwd`: what a tool call gets in its `ToolContext`;
+- `checkpoints`: what the turn changed in the working tree (None: not captured);
 - `options`: the settings of the model in use (they change with `set_model`).
 """
 
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 if TYPE_CHECKING:
+    from rawtrio.checkpoints.capture import TurnCheckpoints
     from rawtrio.context.compaction_state import CompactionState
     from rawtrio.hooks import HookEvent, HookOutcome
     from rawtrio.permissions.approval import ApprovalBroker
@@ -58,6 +60,8 @@ class TurnHost(Protocol):
     def plan(self) -> Plan | None: ...
     @property
     def running_turn(self) -> str | None: ...
+    @property
+    def checkpoints(self) -> TurnCheckpoints | None: ...
     @property
     def subagents(self) -> SubagentRunner: ...
 

@@ -255,6 +255,9 @@ async def run_call(host: TurnHost, turn: Turn, call: ToolCall) -> ToolResult:
         plan=host.plan,
         subagents=host.subagents,
     )
+    if host.checkpoints is not None:  # what the call may change (rawtrio.checkpoints)
+        read_only = _group_key(host, call) == "read-only"  # as judged for grouping
+        await host.checkpoints.before_call(turn.id, tool.id, args, read_only=read_only)
     # Durably marks the call as starting, then a checkpoint: a cancellation that landed
     # before this point stops the call from starting (I4).
     await host.recorder.mark_started(turn, call)
@@ -273,6 +276,8 @@ async def run_call(host: TurnHost, turn: Turn, call: ToolCall) -> ToolResult:
         output = await tool.handler(ctx, args)
     except Exception as exc:  # a handler bug becomes a result the model can read
         output = ToolOutput.error(f"tool {tool.id} failed: {type(exc).__name__}: {exc}")
+    if host.checkpoints is not None:  # a cut call is compared at the turn's end
+        await host.checkpoints.after_call()
     # If the after-hooks are cancelled, the call's real output still becomes its result.
     ctx.report_cancelled(
         f"{output.content}\n[the call finished; its after-hooks were cancelled]",

@@ -94,3 +94,6 @@ class SessionOptions:
     #: `tools.strip_env` are removed; an attached client's on a host. None: this process's
     #: environment (`os.environ`, read when each process starts). Holds keys: not in repr.
     env: Mapping[str, str] | None = field(default=None, repr=False)
+    #: Where the session's checkpoints go (`<state>/checkpoints`, rawtrio.checkpoints);
+    #: None: nothing is captured and there is nothing to undo.
+    checkpoint_dir: Path | None = None

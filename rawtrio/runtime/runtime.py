@@ -72,6 +72,17 @@ async def _expire(store: SessionStore, retention_days: float) -> None:
         return
     if removed:
         log.info("removed %d expired session(s)", len(removed))
+        await _drop_checkpoints(removed)
+
+
+async def _drop_checkpoints(session_ids: list[str]) -> None:
+    """A session's checkpoints go with it (rawtrio.checkpoints, docs/checkpoints.md)."""
+    from rawtrio.checkpoints.store import checkpoints_root, drop_sessions_everywhere
+
+    try:
+        await trio.to_thread.run_sync(drop_sessions_everywhere, checkpoints_root(), session_ids)
+    except OSError as exc:
+        log.warning("could not remove the checkpoints of removed sessions: %s", exc)
 
 
 class Runtime:
@@ -245,6 +256,7 @@ class Runtime:
         for child in await self.store.list_children(session_id):
             await self.delete_session(child.id)
         await self.store.delete_session(session_id)
+        await _drop_checkpoints([session_id])
 
     async def export_session(self, session_id: str, fmt: ExportFormat) -> str:
         return await self.store.export_session(session_id, fmt)

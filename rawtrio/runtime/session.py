@@ -72,6 +72,7 @@ from rawtrio.tools.todo import STATE_KEY as PLAN_STATE_KEY
 from rawtrio.tools.todo import Plan, TodoItem, plan_from_json, plan_to_json
 
 if TYPE_CHECKING:
+    from rawtrio.checkpoints.capture import TurnCheckpoints
     from rawtrio.mcp.manager import McpServers
     from rawtrio.tools.registry import ToolRegistry
 
@@ -83,6 +84,8 @@ __all__ = [
     "SessionOptions",
 ]
 log = logging.getLogger(__name__)
+#: How long recording a turn's change set may take of the turn's cleanup deadline.
+CHECKPOINT_DEADLINE_S = CLEANUP_DEADLINE_S / 2
 
 
 class Session:
@@ -170,6 +173,14 @@ class Session:
         #: The session's MCP servers while it runs (None: none selected).
         self.mcp: McpServers | None = None
         self.plan: Plan | None = None
+        #: What each turn changed in the working tree (rawtrio.checkpoints); None: off.
+        self.checkpoints: TurnCheckpoints | None = None
+        if options.checkpoint_dir is not None:
+            from rawtrio.checkpoints.capture import TurnCheckpoints
+            from rawtrio.checkpoints.store import CheckpointStore
+
+            store_ = CheckpointStore(options.checkpoint_dir, self.cwd)
+            self.checkpoints = TurnCheckpoints(store_, self.id)
 
     # --- what the parts hold, read by front ends and tests ------------------------------
 
@@ -560,6 +571,42 @@ class Session:
 
     # --- the turn task ------------------------------------------------------------------
 
+    async def _record_changes(self, turn: Turn, outcome: TurnOutcome) -> None:
+        """Record the turn's change set (rawtrio.checkpoints) and say what it changed."""
+        if self.checkpoints is None:
+            return
+        cancelled = outcome is TurnOutcome.CANCELLED
+        problem = f"took longer than {CHECKPOINT_DEADLINE_S} s"
+        changes = None
+        # Bounded within the turn's cleanup, so the turn's ending is always recorded (I2).
+        with trio.move_on_after(CHECKPOINT_DEADLINE_S):
+            try:
+                changes = await self.checkpoints.end_turn(turn.id, turn.text, cancelled=cancelled)
+                problem = ""
+            except OSError as exc:
+                problem = str(exc)
+        if problem:
+            text = f"checkpoints: this turn's changes could not be recorded ({problem})"
+            self.recorder.emit(
+                ev.Notice(session_id=self.id, turn_id=turn.id, level="warning", text=text)
+            )
+            return
+        if changes is None:
+            return
+        cs = changes.change_set
+        text = f"{cs.summary()} — checkpoint {cs.number}; /undo puts them back"
+        if cs.cancelled:
+            text += " (the turn was cancelled: this is what it changed up to the cut)"
+        for miss in cs.not_captured:
+            text += f"\n  not captured: {miss.path} ({miss.reason})"
+        self.recorder.emit(ev.Notice(session_id=self.id, turn_id=turn.id, level="info", text=text))
+        if changes.cap_notice is not None:
+            self.recorder.emit(
+                ev.Notice(
+                    session_id=self.id, turn_id=turn.id, level="warning", text=changes.cap_notice
+                )
+            )
+
     async def _turn_task(self, turn: Turn) -> None:
         outcome, reason = TurnOutcome.ERROR, "internal error"
         try:
@@ -579,6 +626,7 @@ class Session:
             with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
                 cleanup.shield = True
                 try:
+                    await self._record_changes(turn, outcome)
                     usage = self.model.usage_json()
                     await self.recorder.finish_turn(turn, outcome, reason, usage)
                 finally:

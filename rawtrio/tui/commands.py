@@ -7,6 +7,7 @@ A prompt that starts with `//` is sent to the model with one `/` removed.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -228,6 +229,124 @@ async def _memory(app: ChatHost, arg: str) -> None:
     app.transcript.note("\n".join(lines))
 
 
+async def _undo(app: ChatHost, arg: str) -> None:
+    await _restore(app, arg, undo=True)
+
+
+async def _redo(app: ChatHost, arg: str) -> None:
+    await _restore(app, arg, undo=False)
+
+
+async def _restore(app: ChatHost, arg: str, *, undo: bool, force: bool = False) -> None:
+    """`/undo [N]`, `/redo [N]`: the session's checkpoints (docs/checkpoints.md). Files
+    changed outside rawtrio since the turn are listed and the user chooses."""
+    name = "/undo" if undo else "/redo"
+    session = app.session
+    if session is None:
+        raise UsageError("no session yet")
+    _idle(app, "undo or redo")
+    number: int | None = None
+    if arg:
+        if not arg.isdigit() or int(arg) < 1:
+            raise UsageError(f"{name} takes a checkpoint number (1, 2, …), got {arg!r}")
+        number = int(arg)
+    from rawtrio.checkpoints import restore
+    from rawtrio.checkpoints.store import CheckpointStore, checkpoints_root
+
+    store = CheckpointStore(checkpoints_root(), session.cwd)
+    run = restore.undo if undo else restore.redo
+    try:
+        outcome = await trio.to_thread.run_sync(
+            functools.partial(run, store, session.id, number, force=force)
+        )
+    except restore.CheckpointError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"could not restore: {exc}") from None
+    action = "undo" if undo else "redo"
+    if outcome.applied:
+        app.transcript.note("  " + outcome.describe(action).replace("\n", "\n  "), "notice")
+        return
+    lines = [f"  {name}: {len(outcome.conflicts)} file(s) changed outside rawtrio since the turn:"]
+    lines += [f"    {c.describe()}" for c in outcome.conflicts]
+    app.transcript.note("\n".join(lines), "error")
+
+    async def chosen(index: int) -> None:
+        if index != 0:
+            app.transcript.note(f"  {name}: nothing was written", "dim")
+            return
+        try:
+            await _restore(app, arg, undo=undo, force=True)
+        except RawtrioError as exc:
+            app.transcript.note(f"  {name}: {exc}", "error")
+        app.refresh_status()
+
+    options = ["overwrite them", "keep them (do nothing)"]
+    title = f"{name}: overwrite the files changed since? (Enter chooses)"
+    app.open_picker(ChoicePicker(title, options, lambda i: app.nursery.start_soon(chosen, i)))
+
+
+async def _rewind(app: ChatHost, arg: str) -> None:
+    """`/rewind`: pick an earlier prompt; the files go back to just before it (every later
+    checkpoint undone, newest first). The conversation is not rewound (docs/checkpoints.md)."""
+    session = app.session
+    if session is None:
+        raise UsageError("no session yet")
+    _idle(app, "rewind")
+    from rawtrio.checkpoints import restore
+    from rawtrio.checkpoints.store import CheckpointStore, checkpoints_root
+
+    store = CheckpointStore(checkpoints_root(), session.cwd)
+    sets = await trio.to_thread.run_sync(store.change_sets, session.id)
+    applied = [c for c in sets if c.state == "applied"]
+    if not applied:
+        app.transcript.note("  /rewind: no turn of this session has changed files (left applied)")
+        return
+
+    async def rewind_to(index: int, force: bool = False) -> None:
+        if index >= len(applied):
+            return
+        cs = applied[index]
+        try:
+            outcomes = await trio.to_thread.run_sync(
+                functools.partial(restore.rewind, store, session.id, cs.number, force=force)
+            )
+        except (restore.CheckpointError, OSError) as exc:
+            app.transcript.note(f"  /rewind: {exc}", "error")
+            return
+        for outcome in outcomes:
+            if outcome.applied:
+                text = outcome.describe("undo").replace("\n", "\n  ")
+                app.transcript.note(f"  {text}", "notice")
+        last = outcomes[-1]
+        if not last.applied:
+            lines = [f"  /rewind: {len(last.conflicts)} file(s) changed outside rawtrio since:"]
+            lines += [f"    {c.describe()}" for c in last.conflicts]
+            app.transcript.note("\n".join(lines), "error")
+
+            async def chosen(answer: int) -> None:
+                if answer == 0:
+                    await rewind_to(index, force=True)
+                else:
+                    app.transcript.note("  /rewind: stopped there", "dim")
+
+            title = "/rewind: overwrite the files changed since? (Enter chooses)"
+            options = ["overwrite them", "keep them (stop here)"]
+            app.open_picker(
+                ChoicePicker(title, options, lambda i: app.nursery.start_soon(chosen, i))
+            )
+        app.refresh_status()
+
+    labels = [
+        f"#{c.number}  {(c.prompt.splitlines() or [''])[0][:50]!r}  {c.summary()}" for c in applied
+    ]
+    title = "/rewind: the files go back to just before this prompt (Esc: nothing)"
+    picker = ChoicePicker(
+        title, [*labels, "nothing"], lambda i: app.nursery.start_soon(rewind_to, i)
+    )
+    app.open_picker(picker)
+
+
 async def _clear(app: ChatHost, arg: str) -> None:
     app.transcript.clear()
 
@@ -253,6 +372,9 @@ COMMANDS: dict[str, tuple[Handler, str]] = {
     "/mode": (_mode, "show or set the permission mode"),
     "/cost": (_cost, "tokens and cost of this session"),
     "/memory": (_memory, "the AGENTS.md / CLAUDE.md files loaded for this folder"),
+    "/undo": (_undo, "put back the files the last turn changed (or checkpoint N)"),
+    "/redo": (_redo, "re-apply what /undo put back"),
+    "/rewind": (_rewind, "pick an earlier prompt: the files go back to just before it"),
     "/clear": (_clear, "clear the screen (the session stays as it is)"),
     "/demo": (_demo, "an offline demo against the built-in fake model"),
     "/quit": (_quit, "leave"),
@@ -292,4 +414,36 @@ class SessionPicker(urwid.WidgetWrap[urwid.LineBox[urwid.Widget]]):
             self.chosen(self.records[self.selected])
         elif key in ("esc", "ctrl c", "q"):
             self.closed = True
+        return True
+
+
+class ChoicePicker(urwid.WidgetWrap[urwid.LineBox[urwid.Widget]]):
+    """A question with a few answers; Up/Down and Enter choose, Esc takes the last one."""
+
+    def __init__(self, title: str, options: list[str], chosen: Callable[[int], None]) -> None:
+        self.options = options
+        self.chosen = chosen
+        self.selected = 0
+        self.closed = False
+        self._text = urwid.Text("")
+        self._draw()
+        super().__init__(urwid.LineBox(self._text, title=title))
+
+    def _draw(self) -> None:
+        markup: list[Any] = []
+        for n, label in enumerate(self.options):
+            attr = "perm selected" if n == self.selected else "perm option"
+            markup += ["\n" if n else "", (attr, f"{n + 1}. {label}")]
+        self._text.set_text(markup)
+
+    def handle(self, key: str) -> bool:
+        if key in ("up", "down"):
+            self.selected = (self.selected + (1 if key == "down" else -1)) % len(self.options)
+            self._draw()
+        elif key == "enter":
+            self.closed = True
+            self.chosen(self.selected)
+        elif key in ("esc", "ctrl c", "q"):
+            self.closed = True
+            self.chosen(len(self.options) - 1)
         return True

@@ -1,0 +1,271 @@
+"""`TurnCheckpoints`: what the runtime calls around each tool call and at a turn's end.
+
+The interface the runtime uses is three calls, nothing else:
+
+- `before_call(turn_id, tool_id, args, read_only)` — before a handler starts. For the file
+  tools (`write_file`, `edit_file`) the exact content of the target path is kept the first
+  time the turn touches it. For any other tool that may write (`bash`, MCP tools) the
+  project tree is snapshotted (rawtrio.checkpoints.tree). Read-only tools cost nothing.
+- `after_call()` — after a handler returned: the tree is compared with the snapshot and
+  each path that changed keeps its first "before" of the turn.
+- `end_turn(turn_id, prompt, cancelled)` — at the turn's end, whatever ended it (called
+  shielded, with a deadline). A call a cancellation cut is compared here, so the change set
+  says what was changed up to the cut. Each path's "after" is what is on disk now; paths
+  whose before and after agree are left out. The record is written after its blobs
+  (rawtrio.checkpoints.store), then the project's size cap is applied.
+
+Blocking work (reading files, walking the tree) runs in worker threads; the tree walk
+stops when its caller is cancelled (before a call starts, that means the call never runs).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Final
+
+import trio
+
+from rawtrio.checkpoints.model import CapturedBy, ChangeSet, FileChange, NotCaptured, Version
+from rawtrio.checkpoints.restore import Outcome, redo, undo
+from rawtrio.checkpoints.store import CheckpointStore, now
+from rawtrio.checkpoints.tree import Budget, Seen, Snapshot, read_version, snapshot
+
+#: Tools that change exactly the file named by their `path` argument.
+FILE_TOOLS: Final = frozenset({"write_file", "edit_file"})
+#: Tools that are not read-only but never change the working tree themselves. `task` runs
+#: a subagent: a child session with checkpoints of its own (and `task` calls run side by
+#: side, which one tree comparison per call could not tell apart).
+NO_FILE_CHANGES: Final = frozenset(
+    {"todo_write", "todo_read", "bash_output", "bash_stop", "load_skill", "task"}
+)
+#: Files whose line counts are worked out for the summary (larger: counted as 0/0).
+COUNT_LINES_UP_TO: Final = 1024 * 1024
+
+
+@dataclass
+class Before:
+    version: Version | None
+    captured_by: CapturedBy
+    reason: str | None = None
+
+
+@dataclass
+class TurnState:
+    turn_id: str
+    budget: Budget
+    before: dict[str, Before] = field(default_factory=dict)
+    new_dirs: set[str] = field(default_factory=set)
+    notes: list[str] = field(default_factory=list)
+    #: The snapshot taken before the call now running, when it is compared by scan.
+    open_scan: Snapshot | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TurnChanges:
+    """What `end_turn` gives the session: the change set, and a notice when the cap
+    dropped older ones."""
+
+    change_set: ChangeSet
+    cap_notice: str | None
+
+
+class TurnCheckpoints:
+    def __init__(self, store: CheckpointStore, session_id: str) -> None:
+        self.store = store
+        self.session_id = session_id
+        self.cwd = store.cwd
+        self._turn: TurnState | None = None
+        #: Snapshot cache across the session's turns (files unchanged are not read again).
+        self._cache: dict[str, Seen] = {}
+
+    def _state(self, turn_id: str) -> TurnState:
+        if self._turn is None or self._turn.turn_id != turn_id:
+            self._turn = TurnState(turn_id, Budget(self.store.limits.max_turn_bytes))
+        return self._turn
+
+    def rel(self, path: Path) -> str:
+        try:
+            return path.relative_to(self.cwd).as_posix()
+        except ValueError:
+            return str(path)
+
+    def abs(self, rel: str) -> Path:
+        return Path(rel) if os.path.isabs(rel) else self.cwd / rel
+
+    async def before_call(
+        self, turn_id: str, tool_id: str, args: Mapping[str, Any], *, read_only: bool
+    ) -> None:
+        if read_only or tool_id in NO_FILE_CHANGES:
+            return
+        state = self._state(turn_id)
+        try:
+            if tool_id in FILE_TOOLS:
+                raw = args.get("path")
+                if isinstance(raw, str) and raw:
+                    await trio.to_thread.run_sync(self._keep_file, state, raw)
+                return
+            state.open_scan = await trio.to_thread.run_sync(self._snapshot, state)
+        except OSError as exc:  # the store is unwritable: the call still runs, and it is said
+            state.notes.append(f"a snapshot before {tool_id} failed: {exc}")
+
+    async def after_call(self) -> None:
+        state = self._turn
+        if state is None or state.open_scan is None:
+            return
+        try:
+            await trio.to_thread.run_sync(self._compare, state)
+        except OSError as exc:
+            state.open_scan = None
+            state.notes.append(f"comparing the tree after a call failed: {exc}")
+
+    async def end_turn(self, turn_id: str, prompt: str, *, cancelled: bool) -> TurnChanges | None:
+        state = self._turn
+        if state is None or state.turn_id != turn_id:
+            return None
+        self._turn = None
+        return await trio.to_thread.run_sync(self._finish, state, prompt, cancelled)
+
+    async def undo(self, number: int | None = None, *, force: bool = False) -> Outcome:
+        """Undo this session's last applied change set (or checkpoint `number`); between
+        turns only (the caller checks). Raises `CheckpointError` when there is none."""
+        return await trio.to_thread.run_sync(self._restore, True, number, force)
+
+    async def redo(self, number: int | None = None, *, force: bool = False) -> Outcome:
+        return await trio.to_thread.run_sync(self._restore, False, number, force)
+
+    def _restore(self, is_undo: bool, number: int | None, force: bool) -> Outcome:
+        self._cache.clear()  # the tree changes under the snapshot cache
+        run = undo if is_undo else redo
+        return run(self.store, self.session_id, number, force=force)
+
+    # --- in worker threads ----------------------------------------------------------
+
+    def _keep_file(self, state: TurnState, raw: str) -> None:
+        path = Path(os.path.abspath(self.cwd / Path(raw).expanduser()))
+        rel = self.rel(path)
+        if rel in state.before:
+            return
+        self.store.ensure()
+        try:
+            got = read_version(path, self.store.objects, self.store.limits, state.budget)
+        except OSError as exc:
+            state.before[rel] = Before(None, "tool", f"unreadable: {exc.strerror}")
+            return
+        if got is None:
+            state.before[rel] = Before(None, "tool")
+            parent = path.parent
+            while parent != self.cwd and self.cwd in parent.parents and not parent.exists():
+                state.new_dirs.add(self.rel(parent))
+                parent = parent.parent
+            return
+        _key, version, reason = got
+        state.before[rel] = Before(version, "tool", reason)
+
+    def _snapshot(self, state: TurnState) -> Snapshot:
+        self.store.ensure()
+        return snapshot(self.cwd, self.store.objects, self.store.limits, state.budget, self._cache)
+
+    def _compare(self, state: TurnState) -> None:
+        old = state.open_scan
+        assert old is not None
+        new = self._snapshot(state)
+        state.open_scan = None
+        if old.truncated or new.truncated:
+            note = (
+                f"the project has more than {self.store.limits.max_files} files: changes "
+                "past that many were not compared"
+            )
+            if note not in state.notes:
+                state.notes.append(note)
+        for rel in old.files.keys() | new.files.keys():
+            a, b = old.files.get(rel), new.files.get(rel)
+            if a is not None and b is not None and a.key == b.key:
+                continue
+            if rel in state.before:
+                continue
+            if a is None:
+                state.before[rel] = Before(None, "scan")
+            else:
+                state.before[rel] = Before(a.version, "scan", a.reason)
+        state.new_dirs |= new.dirs - old.dirs
+
+    def _finish(self, state: TurnState, prompt: str, cancelled: bool) -> TurnChanges | None:
+        if state.open_scan is not None:  # a call the cancellation cut
+            self._compare(state)
+        store, objects = self.store, self.store.objects
+        after_budget = Budget(store.limits.max_turn_bytes)
+        files: list[FileChange] = []
+        missed: list[NotCaptured] = []
+        for rel in sorted(state.before):
+            b = state.before[rel]
+            path = self.abs(rel)
+            try:
+                got = read_version(path, objects, store.limits, after_budget)
+            except OSError as exc:
+                missed.append(NotCaptured(rel, f"unreadable after the turn: {exc.strerror}"))
+                continue
+            after = got[1] if got is not None else None
+            if b.reason is not None:
+                if got is None or got[1] != b.version or b.version is None:
+                    missed.append(NotCaptured(rel, f"its content before the turn: {b.reason}"))
+                continue
+            if got is not None and got[2] is not None:
+                missed.append(NotCaptured(rel, f"its content after the turn: {got[2]}"))
+                continue
+            if b.version == after:
+                continue
+            if b.version is not None and not objects.has(b.version.blob):
+                missed.append(NotCaptured(rel, "its snapshot was dropped by the size cap"))
+                continue
+            added, removed = count_lines(objects_get(store, b.version), objects_get(store, after))
+            files.append(FileChange(rel, b.version, after, b.captured_by, added, removed))
+        new_dirs = tuple(sorted(d for d in state.new_dirs if self.abs(d).is_dir()))
+        missed += [NotCaptured("*", note) for note in state.notes]
+        if not files and not missed:
+            return None
+        cs = ChangeSet(
+            session_id=self.session_id,
+            turn_id=state.turn_id,
+            number=store.next_number(self.session_id),
+            prompt=prompt[:500],
+            created_at=now(),
+            cwd=str(self.cwd),
+            files=tuple(files),
+            not_captured=tuple(missed),
+            new_dirs=new_dirs,
+            cancelled=cancelled,
+            notes=tuple(state.notes),
+        )
+        store.record(cs)
+        dropped = store.enforce_cap()
+        if dropped is not None:
+            self._cache.clear()
+        return TurnChanges(cs, dropped.notice(store.limits.project_cap_bytes) if dropped else None)
+
+
+def objects_get(store: CheckpointStore, v: Version | None) -> bytes | None:
+    if v is None or v.symlink or v.size > COUNT_LINES_UP_TO:
+        return b"" if v is None else None
+    try:
+        return store.objects.get(v.blob)
+    except OSError:
+        return None
+
+
+def count_lines(before: bytes | None, after: bytes | None) -> tuple[int, int]:
+    """(+added, −removed) lines, as a unified diff counts them; (0, 0) for binary."""
+    if before is None or after is None or b"\0" in before[:8192] or b"\0" in after[:8192]:
+        return 0, 0
+    a = before.decode("utf-8", "replace").splitlines()
+    b = after.decode("utf-8", "replace").splitlines()
+    added = removed = 0
+    for line in difflib.unified_diff(a, b, lineterm="", n=0):
+        if line.startswith("+") and not line.startswith("+++"):
+            added += 1
+        elif line.startswith("-") and not line.startswith("---"):
+            removed += 1
+    return added, removed
