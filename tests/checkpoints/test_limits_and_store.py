@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 from pathlib import Path
 
 import pytest
@@ -151,3 +152,44 @@ async def test_an_mcp_tool_is_compared_like_bash_and_numbers_never_repeat(
         assert changes.change_set.files[0].captured_by == "scan"
     # the cap dropped the oldest; the next number still follows the newest
     assert [c.number for c in store.change_sets("s")] == [4]
+
+
+async def test_a_cancel_ends_a_long_snapshot_within_a_few_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Regression: the tree walk ran to the end of the tree before the turn's cancel took
+    effect (the worker thread never looked at it)."""
+    from rawtrio.checkpoints import tree
+    from rawtrio.checkpoints.objects import ObjectStore
+
+    project = tmp_path / "project"
+    project.mkdir()
+    for i in range(400):
+        (project / f"f{i:03}.txt").write_text(f"file {i}\n")
+    read: list[Path] = []
+    first = trio.Event()
+    token = trio.lowlevel.current_trio_token()
+    real = tree.read_version
+
+    def slow_read(path: Path, *args: object) -> object:
+        read.append(path)
+        if len(read) == 1:
+            trio.from_thread.run_sync(first.set, trio_token=token)
+        else:
+            time.sleep(0.05)  # 400 files: ~20 s for a walk that never looks at the cancel
+        return real(path, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(tree, "read_version", slow_read)
+    objects = ObjectStore(tmp_path / "objects")
+
+    async def walk() -> None:
+        await trio.to_thread.run_sync(
+            tree.snapshot, project, objects, Limits(), tree.Budget(1 << 30), {}
+        )
+
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(walk)
+            await first.wait()
+            nursery.cancel_scope.cancel(reason="the user pressed Ctrl-C")
+    assert len(read) <= tree.CANCEL_CHECK_EVERY + 1, len(read)
