@@ -21,7 +21,7 @@ import json
 import os
 import tomllib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -46,6 +46,8 @@ class UntrustedFile:
     summary: str
     #: One line per thing it adds ("hook PreToolUse Bash: ./guard.sh", "MCP server x: cmd").
     details: tuple[str, ...]
+    #: The path as shown: relative to the working directory when inside it.
+    shown: str = ""
 
 
 def untrusted_files(
@@ -90,7 +92,15 @@ def untrusted_files(
             found.append(entry)
     except RawtrioError:
         pass
-    return found
+    return [replace(f, shown=_shown(f.path, cwd)) for f in found]
+
+
+def _shown(path: Path, cwd: Path) -> str:
+    """`.claude/settings.json` for a file under the working directory (absolute paths wrap
+    in the dialog and hide the part that matters), the absolute path otherwise."""
+    if not path.is_relative_to(cwd):
+        return str(path)
+    return Path(os.path.relpath(path, cwd)).as_posix()
 
 
 #: Where the files that may need trust are, relative to a folder from the working
@@ -223,6 +233,6 @@ def describe(files: list[UntrustedFile]) -> list[str]:
     """The listing, one line per file and one per thing it adds (indented)."""
     lines: list[str] = []
     for file in files:
-        lines.append(f"{file.path} ({file.summary})")
+        lines.append(f"{file.shown or file.path} ({file.summary})")
         lines.extend(f"    {d}" for d in file.details)
     return lines

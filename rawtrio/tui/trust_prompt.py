@@ -32,7 +32,7 @@ class TrustPrompt(urwid.WidgetWrap[urwid.LineBox[urwid.Widget]]):
         self.closed = False
         listing: list[Any] = []
         for file in files:
-            listing += ["\n" if listing else "", ("perm command", str(file.path))]
+            listing += ["\n" if listing else "", ("perm command", file.shown or str(file.path))]
             listing.append(("dim", f"  ({file.summary})"))
             for line in file.details:
                 listing += ["\n", f"    {line}"]

@@ -49,7 +49,7 @@ def test_trusting_in_the_dialog_runs_the_hook_in_the_first_turn_and_is_recorded(
     pane = Pane.start(iso, *chat_args(chat_model), env=KEYS)
     try:
         screen = pane.wait_for("[t] trust and remember", "the trust dialog")
-        assert str(settings) in screen
+        assert ".claude/settings.json  (hooks)" in screen, screen  # relative to the cwd
         assert "hook PreToolUse Bash: echo hook-ran >>" in screen, screen
         assert "ready │" not in screen  # asked before the session opens
         pane.keys("t")
@@ -140,7 +140,7 @@ def test_the_line_chat_asks_a_y_n_q_question(iso: Isolation, chat_model: FakeMod
     pane = Pane.start(iso, *chat_args(chat_model, "--plain"), env=KEYS)
     try:
         screen = pane.wait_for("[y] trust and remember", "the line chat's question")
-        assert str(settings) in screen
+        assert ".claude/settings.json (hooks)" in screen, screen  # relative to the cwd
         assert "hook PreToolUse Bash: echo hook-ran" in screen
         pane.type("y")
         pane.keys("Enter")
