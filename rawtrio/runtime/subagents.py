@@ -152,7 +152,11 @@ class Subagents:
                 "(max_subagent_depth); do this task yourself"
             )
         # Waiting for a slot starts nothing: a cancel here is an unstarted call.
-        ctx.report_cancelled("not run: cancelled while waiting for a subagent slot", started=False)
+        ctx.report_cancelled(
+            "not started: cancelled before its subagent began (waiting for a slot, or "
+            "setting the child session up)",
+            started=False,
+        )
         async with self.slots:
             try:
                 options = await self._options_for(agent, depth)
@@ -206,6 +210,13 @@ class Subagents:
             inherit_prompt=agent is None,
         )
         bridge.child_id = child.id
+        # The child session exists from here on (stored, linked): a cut now is a cut call.
+        ctx.report_cancelled(
+            f"subagent {description!r} was cancelled before its turn began "
+            f"(child session {child.id})",
+            child_session_id=child.id,
+            outcome="cancelled",
+        )
         self.live[ctx.call_id] = child
         try:
             return await self._run(ctx, child, bridge, description, prompt, agent, depth)

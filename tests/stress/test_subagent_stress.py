@@ -28,6 +28,20 @@ async def test_cancels_land_while_a_child_runs_a_tool_without_violations() -> No
     assert report.ok, format_report(report)
 
 
+async def test_a_cancel_before_the_child_turn_begins_is_an_honest_result() -> None:
+    """Regression: a cancel landing after the `task` call started but before its child's
+    turn began (waiting for a slot, creating the child session) gave `started=False` with
+    content that did not say "not started" (I5). Every k of the scenario is run."""
+    options = StressOptions(
+        budget_s=150, scenarios=("subagent-tool",), wires=("anthropic",), jobs=2, max_ks=None
+    )
+    report = await run_stress(options)
+    [group] = report.groups
+    assert group.skipped is None, format_report(report)
+    assert [v for v in group.violations if "I5" in str(v)] == [], format_report(report)
+    assert report.ok, format_report(report)
+
+
 def test_child_checks_catch_an_unpaired_call_and_a_missing_ending() -> None:
     from stress.invariants import check_run
 
