@@ -241,11 +241,13 @@ class AttachedRun:
             selector.register(messages.fd, selectors.EVENT_READ, "input")
             selector.register(wake_fd, selectors.EVENT_READ, "signal")
             while (taken := messages.take()) is ...:
+                # Looked at before each wait: a signal whose wake-up byte was drained before
+                # its Python handler ran (or one the last turn's loop took) still ends it.
+                if self._latch.received:
+                    return None
                 for key, _ in selector.select():
                     if key.data == "signal":
                         drain(wake_fd)
-                        if self._latch.received:
-                            return None
                     else:
                         messages.feed()
             return taken
