@@ -347,6 +347,12 @@ async def _rewind(app: ChatHost, arg: str) -> None:
     app.open_picker(picker)
 
 
+async def _diff(app: ChatHost, arg: str) -> None:
+    from rawtrio.tui.diff_view import show_diff  # docs/checkpoints.md
+
+    await show_diff(app, arg)
+
+
 async def _clear(app: ChatHost, arg: str) -> None:
     app.transcript.clear()
 
@@ -375,6 +381,7 @@ COMMANDS: dict[str, tuple[Handler, str]] = {
     "/undo": (_undo, "put back the files the last turn changed (or checkpoint N)"),
     "/redo": (_redo, "re-apply what /undo put back"),
     "/rewind": (_rewind, "pick an earlier prompt: the files go back to just before it"),
+    "/diff": (_diff, "what the last turn changed, as a diff (or checkpoint N)"),
     "/clear": (_clear, "clear the screen (the session stays as it is)"),
     "/demo": (_demo, "an offline demo against the built-in fake model"),
     "/quit": (_quit, "leave"),
