@@ -4,6 +4,8 @@ then `rawtrio acp` over real JSON-RPC on stdio."""
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,7 +17,7 @@ from rawtrio import events as ev
 from rawtrio.acp.updates import UpdateMapper
 from rawtrio.contracts import ToolStatus
 from rawtrio.frozen import freeze
-from tests.acp.conftest import LIVENESS_S, FakeModel, acp_argv, acp_env
+from tests.acp.conftest import HERE, LIVENESS_S, FakeModel, acp_argv, acp_env, node_ready
 from tests.acp.test_stdio_wire import RawClient
 from tests.headless.conftest import fake_model_process
 from tests.headless.support import Isolation
@@ -157,9 +159,41 @@ def test_a_bash_edit_reaches_the_client_as_diff_content(
     }
 
 
-def _umask() -> int:
-    import os
+def test_the_typescript_sdk_accepts_the_diff_content(bash_model: FakeModel, tmp_path: Path) -> None:
+    """The official SDK parses each `session/update` against the ACP schema and drops a
+    content block that does not match it: every block must come through."""
+    node = node_ready()
+    iso = Isolation(tmp_path)
+    iso.cwd.mkdir(parents=True)
+    (iso.cwd / "a.txt").write_text("one\ntwo\n")
+    env = acp_env(iso)
+    env.update(
+        ACP_CMD=json.dumps(acp_argv(bash_model, "--mode", "bypass")),
+        ACP_CWD=str(iso.cwd),
+        ACP_PROMPT="change with bash",
+    )
+    ran = subprocess.run(
+        [node, str(HERE / "file_diffs.mjs")],
+        env=env,
+        cwd=iso.cwd,
+        capture_output=True,
+        text=True,
+        timeout=LIVENESS_S * 2,
+    )
+    assert ran.returncode == 0, ran.stderr
+    got = json.loads(ran.stdout.splitlines()[-1])
+    assert "error" not in got, got
+    assert got["stopReason"] == "end_turn"
+    [done] = got["done"]
+    kinds = [c["type"] for c in done["content"]]
+    assert kinds == ["content", "diff", "diff", "content"], done["content"]
+    a_diff, b_diff = done["content"][1:3]
+    assert (a_diff["oldText"], a_diff["newText"]) == ("one\ntwo\n", "ONE\ntwo\n")
+    assert b_diff["newText"] == "new file\n"
+    assert "c.bin: created, binary file (5 bytes)" in done["content"][3]["content"]["text"]
 
+
+def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
