@@ -16,8 +16,10 @@ from rawtrio.checkpoints.store import CheckpointStore
 from rawtrio.contracts import TurnOutcome
 from rawtrio.frozen import thaw
 from rawtrio.messages import ProviderKind
+from rawtrio.testing.fake_model import Scenario
 from tests.checkpoints.helpers import make_project, scenario_all_tools
 from tests.conftest import session_on
+from tests.headless.support import Isolation, fake_model_in_thread, run_rawtrio
 
 
 async def finished_calls(session: Any, text: str) -> list[ev.ToolCallFinished]:
@@ -220,3 +222,30 @@ async def test_a_side_the_size_cap_dropped_is_said(tmp_path: Path) -> None:
     [d] = diff.diff_change_set(store.objects, changes.change_set)
     assert d.lines == ()
     assert d.notes == ("its content is no longer kept (the store's size cap dropped it)",)
+
+
+def test_headless_events_carry_a_bash_calls_file_changes(tmp_path: Path) -> None:
+    iso = Isolation(tmp_path)
+    iso.env()
+    make_project(iso.cwd)
+    with fake_model_in_thread(Scenario.from_dict(scenario_all_tools())) as server:
+        done = run_rawtrio(
+            iso,
+            "-p",
+            "change things",
+            "--base-url",
+            server.base_url,
+            "--model",
+            "test-model",
+            "--output-format",
+            "events",
+            env={"ANTHROPIC_API_KEY": "test-key"},
+        )
+    assert done.returncode == 0, done
+    [bash] = [
+        e for e in done.json_lines() if e["type"] == "tool_call_finished" and e["name"] == "bash"
+    ]
+    entries = {e["path"]: e for e in bash["details"]["file_changes"]}
+    assert entries["sed.txt"]["old_text"] == "x one\nx two\n"
+    assert entries["sed.txt"]["new_text"] == "y one\ny two\n"
+    assert entries["gone.txt"]["note"] == "deleted (9 bytes)"
