@@ -14,6 +14,14 @@ that settles to its outcome. Ctrl-O shows the details of every tool call and thi
 (input, output, diff). One call can be selected (`Transcript.select_tool`, Alt-Up/Alt-Down in
 the app) — its line is highlighted — and its details shown or hidden on their own
 (`Transcript.toggle_selected`); Ctrl-O then applies to every call again.
+
+A `task` call's child session is a `ChildBlock` right under the call's line, live: collapsed
+to one line ("agent reader (read the config): 3 tools, running…", then done / cancelled /
+failed), or expanded — with the call's details (the same Enter on the selected call, or
+Ctrl-O) — to the child's own prompt, its text (a few lines of each message) and one line per
+tool call, indented; a grandchild nests again inside it. It is drawn from the child's own
+events, which reach the parent as `subagent_event`s (folded into a `TranscriptView` of the
+child's), so a resumed session whose history holds them shows it as it was.
 """
 
 from __future__ import annotations
@@ -28,6 +36,7 @@ import urwid
 
 from rawtrio import events as ev
 from rawtrio.contracts import ToolStatus
+from rawtrio.frozen import thaw
 from rawtrio.runtime.view import (
     ApprovalView,
     Change,
@@ -53,7 +62,34 @@ SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 #: Lines of a tool's output shown when details are on.
 DETAIL_LINES = 40
 #: Arguments that name what a call works on, in order of preference.
-KEY_ARGUMENTS = ("command", "path", "pattern", "file_path", "url", "query", "name", "skill")
+KEY_ARGUMENTS = (
+    "command",
+    "path",
+    "pattern",
+    "file_path",
+    "url",
+    "query",
+    "name",
+    "skill",
+    "description",
+)
+#: Lines of each message of a `task` child shown in its expanded block.
+CHILD_TEXT_LINES = 3
+#: How a child's turn outcome reads in its block's summary line: (mark, attribute, label).
+_CHILD_OUTCOME = {
+    "completed": ("✓", "tool ok", "done"),
+    "cancelled": ("✂", "tool cancelled", "cancelled"),
+    "interrupted": ("?", "tool cancelled", "interrupted"),
+    "max_steps": ("✗", "tool error", "failed (max steps)"),
+    "error": ("✗", "tool error", "failed"),
+}
+#: A child whose outcome never arrived, by its `task` call's status (a crashed session's
+#: history: the call recovered as `outcome_unknown`).
+_CHILD_OUTCOME_BY_CALL = {
+    ToolStatus.OK: "completed",
+    ToolStatus.CANCELLED: "cancelled",
+    ToolStatus.OUTCOME_UNKNOWN: "interrupted",
+}
 
 _OUTCOME = {
     ToolStatus.OK: ("✓", "tool ok"),
@@ -260,6 +296,10 @@ class ToolBlock(Block):
         #: The call is selected (its line highlighted).
         self.selected = False
         self.spin = 0
+        #: A `task` call's child session, shown under this line (its expansion is ours).
+        self.child: ChildBlock | None = None
+        #: The child block this line is inside (None: the transcript's own calls).
+        self.container: ChildBlock | None = None
         super().__init__()
 
     @property
@@ -280,7 +320,21 @@ class ToolBlock(Block):
 
     def show(self, view: ToolCallView) -> None:
         self.view = view
+        if self.child is not None and view.status is not None:
+            # The child's own ending normally came first; a call that ended without one
+            # (a crashed session's history) settles its child by the call's status.
+            self.child.settle(_CHILD_OUTCOME_BY_CALL.get(view.status, "error"))
         self.changed()
+
+    def touch(self) -> None:
+        """Redraw this line, its child's block, and the child blocks it is inside."""
+        self.changed()
+        if self.child is not None:
+            self.child.changed()
+        container = self.container
+        while container is not None:
+            container.changed()
+            container = container.container
 
     def elapsed(self, now: float | None = None) -> float | None:
         return self.view.elapsed(now or time.time())
@@ -321,12 +375,14 @@ class ToolBlock(Block):
         if self.selected:
             text = "".join(m if isinstance(m, str) else m[1] for m in head)
             head = [("tool selected", "▸ " + text)]
+        # A `task` call's live output is its child's progress: the child block shows it.
+        output = "" if self.child is not None else view.output
         if not self.shows_details:
-            last = view.output.rstrip().rsplit("\n", 1)[-1] if self.running else ""
+            last = output.rstrip().rsplit("\n", 1)[-1] if self.running else ""
             return [*head, "\n", ("dim", "  " + _one_line(last, 100))] if last.strip() else head
         body: list[markdown.Markup] = ["\n", ("dim", "  input: ")]
         body.append(("dim", json.dumps(view.args, ensure_ascii=False, indent=None)))
-        shown = view.content or view.output
+        shown = view.content or output
         if shown:
             lines = shown.rstrip("\n").splitlines()
             if len(lines) > DETAIL_LINES:
@@ -335,7 +391,283 @@ class ToolBlock(Block):
         return head + body
 
 
-class Transcript:
+class Nesting:
+    """What holds `task` calls — the transcript, and a child block for its grandchildren —
+    and so the blocks of their children: each right under its call's line."""
+
+    details: DetailsToggle
+    #: The tool calls held here, by call id, in the order they appeared.
+    tools: dict[str, ToolBlock]
+    #: The `task` children of those calls, by the call's id.
+    children: dict[str, ChildBlock]
+
+    @abc.abstractmethod
+    def insert_after(self, anchor: urwid.Widget | None, block: urwid.Widget) -> None:
+        """Put `block` right after `anchor` (at the end without one)."""
+
+    def subagent(self, e: ev.Event) -> None:
+        """A `subagent_started` / `subagent_event` / `subagent_ended` of one of the `task`
+        calls held here: its child block is made, fed the child's event, or ended."""
+        if isinstance(e, ev.SubagentStarted):
+            self.child_block(e.call_id, e.description, e.agent)
+        elif isinstance(e, ev.SubagentEvent):
+            from rawtrio.store.codec import event_from_json  # loaded with the first child
+
+            data = thaw(e.event)
+            event = event_from_json(data) if isinstance(data, dict) else None
+            if event is not None:  # None: a type this version does not know
+                self.child_block(e.call_id).apply(event)
+        elif isinstance(e, ev.SubagentEnded):
+            self.child_block(e.call_id).settle(str(e.outcome), e.reason)
+
+    def child_block(
+        self, call_id: str, description: str | None = None, agent: str | None = None
+    ) -> ChildBlock:
+        """The block of the child of call `call_id`, made (under the call's line) if new."""
+        child = self.children.get(call_id)
+        if child is not None:
+            return child
+        owner = self.tools.get(call_id)
+        args = owner.view.args if owner is not None else {}
+        if description is None:  # a history that begins after the child started
+            description = str(args.get("description") or "")
+            agent = args.get("agent") if isinstance(args.get("agent"), str) else None
+        child = ChildBlock(owner, self.details, description=description, agent=agent)
+        child.container = self if isinstance(self, ChildBlock) else None
+        self.children[call_id] = child
+        if owner is not None:
+            owner.child = child
+            owner.touch()
+        self.insert_after(owner, child)
+        return child
+
+    def selectable_calls(self) -> list[ToolBlock]:
+        """The tool calls that can be selected, in the order shown: these, and those of the
+        children that are expanded."""
+        out: list[ToolBlock] = []
+        for tool in self.tools.values():
+            out.append(tool)
+            if tool.child is not None and tool.child.expanded:
+                out += tool.child.selectable_calls()
+        return out
+
+    def tick_children(self) -> None:
+        """Animate the running children (their summary and their running calls)."""
+        for child in self.children.values():
+            if child.outcome is None:
+                child.tick()
+
+
+class ChildBlock(urwid.WidgetWrap[urwid.Pile], Nesting):
+    """A `task` call's child session, under the call's line, live.
+
+    Collapsed (the default), one line: "└ agent NAME (DESCRIPTION): N tools, running…" —
+    and what it runs now — settling to done / cancelled / failed. Expanded (with its call's
+    details: Enter on the selected call, or Ctrl-O) the child's own transcript follows,
+    indented: its prompt, a few lines of each of its messages, one line per tool call (its
+    own details with Ctrl-O), and its children's blocks nested again."""
+
+    def __init__(
+        self,
+        owner: ToolBlock | None,
+        details: DetailsToggle,
+        *,
+        description: str,
+        agent: str | None,
+    ) -> None:
+        #: The `task` call's line (its details and this block expand together).
+        self.owner = owner
+        self.details = details
+        self.description = description
+        self.agent = agent
+        #: The child's transcript, folded from its events.
+        self.view = TranscriptView()
+        self.tools = {}
+        self.children = {}
+        self._texts: dict[str, TextBlock] = {}  # the child's messages, by item key
+        #: The child block this one is inside (None: under a call of the transcript).
+        self.container: ChildBlock | None = None
+        #: The child's turn outcome ("completed", "cancelled", …); None while it runs.
+        self.outcome: str | None = None
+        self.reason = ""
+        self.spin = 0
+        self._header = urwid.Text("", wrap="ellipsis")
+        self._body = urwid.Pile([])
+        self._indented = urwid.Padding(self._body, left=4)
+        self._pile = urwid.Pile([self._header])
+        self._shown_expanded = False
+        self._dirty = True
+        super().__init__(self._pile)
+
+    @property
+    def expanded(self) -> bool:
+        if self.owner is not None:
+            return self.owner.shows_details
+        return self.details.on
+
+    # --- the child's events ------------------------------------------------------------
+
+    def apply(self, e: ev.Event) -> None:
+        """Show one event of the child session."""
+        if isinstance(e, ev.SubagentStarted | ev.SubagentEvent | ev.SubagentEnded):
+            self.subagent(e)
+        for change in self.view.apply(e):
+            self._draw(change)
+        self.touch()
+
+    def settle(self, outcome: str, reason: str = "") -> None:
+        """The child's turn ended with `outcome` (the first word on it is kept)."""
+        if self.outcome is None:
+            self.outcome, self.reason = outcome, reason
+            self.touch()
+
+    def _draw(self, change: Change) -> None:
+        item = change.item
+        if isinstance(item, ToolCallView):
+            self._tool(change, item)
+        elif isinstance(item, MessageView):
+            text = self._texts.get(item.key)
+            if text is None:
+                if not item.text.strip():
+                    return
+                text = self._texts[item.key] = TextBlock([])
+                self._append(text)
+            text.items = [("dim", _child_text(item.text, final=item.final))]
+            text.changed()
+        elif isinstance(item, UserView):
+            self._append(TextBlock([("dim", "prompt: "), ("tool arg", _one_line(item.text))]))
+        elif isinstance(item, ApprovalView):
+            self._append(TextBlock([("dim", f"permission: {item.decision.replace('_', ' ')}")]))
+        elif isinstance(item, NoticeView):
+            attr = {"warning": "warning", "error": "error"}.get(item.level, "notice")
+            self._append(TextBlock([(attr, item.text)]))
+        elif isinstance(item, TurnEndView):
+            self.settle(str(item.outcome), item.reason)
+
+    def _tool(self, change: Change, item: ToolCallView) -> None:
+        block = self.tools.get(item.call_id)
+        if change.kind is ChangeKind.REMOVED:
+            if block is not None:
+                self._remove(block)
+                del self.tools[item.call_id]
+        elif block is None:
+            block = self.tools[item.call_id] = ToolBlock(item, self.details)
+            block.container = self
+            self._append(block)
+        else:
+            block.show(item)
+
+    # --- the body ----------------------------------------------------------------------
+
+    def _append(self, block: urwid.Widget) -> None:
+        self._body.contents.append((block, self._body.options()))
+
+    def _remove(self, block: urwid.Widget) -> None:
+        for n, (widget, _) in enumerate(self._body.contents):
+            if widget is block:
+                del self._body.contents[n]
+                return
+
+    def insert_after(self, anchor: urwid.Widget | None, block: urwid.Widget) -> None:
+        for n, (widget, _) in enumerate(self._body.contents):
+            if widget is anchor:
+                self._body.contents.insert(n + 1, (block, self._body.options()))
+                return
+        self._append(block)
+
+    # --- drawing -----------------------------------------------------------------------
+
+    def changed(self) -> None:
+        self._dirty = True
+        self._invalidate()
+
+    def touch(self) -> None:
+        """Redraw this block and the child blocks it is inside."""
+        block: ChildBlock | None = self
+        while block is not None:
+            block.changed()
+            block = block.container
+
+    def tick(self) -> None:
+        self.spin += 1
+        for tool in self.tools.values():
+            if tool.running:
+                tool.tick()
+        self.tick_children()
+        self.changed()
+
+    @property
+    def label(self) -> str:
+        """Who the child is: "agent NAME (DESCRIPTION)", or "subagent (…)" when it runs
+        the parent's agent."""
+        label = f"agent {self.agent}" if self.agent else "subagent"
+        return f"{label} ({_one_line(self.description, 60)})" if self.description else label
+
+    def summary(self) -> list[markdown.Markup]:
+        """The one line that stands for the child collapsed (and heads it expanded)."""
+        n = len(self.tools)
+        line: list[markdown.Markup] = [
+            ("dim", "  └ "),
+            ("tool name", self.label),
+            ": ",
+            f"{n} tool{'' if n == 1 else 's'}, ",
+        ]
+        if self.outcome is None:
+            line.append(("tool run", SPINNER[self.spin % len(SPINNER)] + " running…"))
+            running = [t for t in self.tools.values() if t.running]
+            if running and not self.expanded:
+                now = running[-1].view
+                arguments = now.arguments if isinstance(now.arguments, Mapping) else {}
+                line += ["  ", ("dim", f"{now.name} {key_argument(arguments)}".rstrip())]
+            return line
+        mark, attr, text = _CHILD_OUTCOME.get(self.outcome, ("✗", "tool error", self.outcome))
+        line.append((attr, f"{mark} {text}"))
+        if self.outcome not in ("completed", "cancelled") and self.reason:
+            line += [": ", ("dim", _one_line(self.reason, 80))]
+        return line
+
+    def _refresh(self) -> None:
+        expanded = self.expanded
+        if expanded != self._shown_expanded:
+            self._shown_expanded = expanded
+            if expanded:
+                self._pile.contents.append((self._indented, self._pile.options()))
+            else:
+                del self._pile.contents[1:]
+            self._dirty = True
+        if self._dirty:
+            self._dirty = False
+            self._header.set_text(self.summary())
+
+    def render(
+        self, size: tuple[()] | tuple[int] | tuple[int, int], focus: bool = False
+    ) -> urwid.Canvas:
+        self._refresh()
+        return super().render(size, focus)
+
+    def rows(self, size: tuple[int], focus: bool = False) -> int:  # flow widget
+        self._refresh()
+        return int(super().rows(size, focus))
+
+    def text(self, cols: int = 100) -> str:
+        """What the block shows now, as plain text (for tests and logs)."""
+        canvas = self.render((cols,))
+        return "\n".join(line.decode().rstrip() for line in canvas.text)
+
+
+def _child_text(text: str, *, final: bool) -> str:
+    """A few lines of a child's message: its first ones once final, its last while it
+    streams."""
+    lines = [_one_line(line, 160) for line in text.strip().splitlines() if line.strip()]
+    if len(lines) <= CHILD_TEXT_LINES:
+        return "\n".join(lines)
+    if final:
+        more = len(lines) - CHILD_TEXT_LINES
+        return "\n".join([*lines[:CHILD_TEXT_LINES], f"… ({more} more lines)"])
+    return "\n".join(["…", *lines[-CHILD_TEXT_LINES:]])
+
+
+class Transcript(Nesting):
     """Blocks built from session events, in a list box that renders only what is on screen."""
 
     def __init__(self, listbox: EndFollowingListBox | None = None) -> None:
@@ -348,6 +680,7 @@ class Transcript:
         self._assistant: dict[str, AssistantBlock] = {}  # by item key
         self._thinking: dict[str, ThinkingBlock] = {}  # by item key
         self.tools: dict[str, ToolBlock] = {}  # by call id
+        self.children: dict[str, ChildBlock] = {}  # by the `task` call's id
         #: The selected tool call (None: the prompt has the keys).
         self.selected: ToolBlock | None = None
         self._follow_before_select = True
@@ -366,6 +699,19 @@ class Transcript:
     def add(self, block: urwid.Widget) -> None:
         self.listbox.append(block)
 
+    def insert_after(self, anchor: urwid.Widget | None, block: urwid.Widget) -> None:
+        index = self._index(anchor) if anchor is not None else None
+        if index is None or index == len(self.walker) - 1:
+            self.add(block)
+        else:
+            self.walker.insert(index + 1, block)
+
+    def _index(self, block: urwid.Widget) -> int | None:
+        try:
+            return self.walker.index(block)
+        except ValueError:
+            return None
+
     def scroll_to_end(self) -> None:
         self.listbox.scroll_to_end()
 
@@ -379,17 +725,38 @@ class Transcript:
         self._assistant.clear()
         self._thinking.clear()
         self.tools.clear()
+        self.children.clear()
+
+    def asker(self, call_id: str) -> str | None:
+        """Who asks when call `call_id` asks for approval while it runs: its `task` child
+        (None when the call has no child)."""
+        child = self.children.get(call_id)
+        return child.label if child is not None else None
 
     def running_tools(self) -> list[ToolBlock]:
         return [t for t in self.tools.values() if t.running]
 
+    def tick(self) -> None:
+        """Animate what runs: tool lines, and the `task` children (theirs inside)."""
+        for block in self.running_tools():
+            block.tick()
+        self.tick_children()
+
     def toggle_details(self) -> None:
-        """Show or hide the details of every tool call (and thinking block)."""
+        """Show or hide the details of every tool call (and thinking block), and every
+        `task` child's block."""
         self.details.on = not self.details.on
-        for tool in self.tools.values():
-            tool.expanded = None
+        holders: list[Nesting] = [self]
+        while holders:
+            holder = holders.pop()
+            for tool in holder.tools.values():
+                tool.expanded = None
+                tool.changed()
+            for child in holder.children.values():
+                child.changed()
+                holders.append(child)
         for w in self.walker:
-            if isinstance(w, ToolBlock | ThinkingBlock):
+            if isinstance(w, ThinkingBlock):
                 w.changed()
 
     # --- selecting one tool call -------------------------------------------------------
@@ -397,7 +764,7 @@ class Transcript:
     def select_tool(self, direction: int) -> ToolBlock | None:
         """Select the tool call before (-1) or after (+1) the selected one; with none
         selected, the last one. Stays on the first/last call at either end."""
-        tools = list(self.tools.values())
+        tools = self.selectable_calls()
         if not tools:
             return None
         current = self.selected
@@ -413,21 +780,23 @@ class Transcript:
     def _select(self, block: ToolBlock | None) -> None:
         if self.selected is not None and self.selected is not block:
             self.selected.selected = False
-            self.selected.changed()
+            self.selected.touch()
         self.selected = block
         if block is not None:
             block.selected = True
-            block.changed()
+            block.touch()
             self._show(block)
 
     def _show(self, block: ToolBlock) -> None:
-        """Scroll so that `block` is on screen, and stop following the end."""
+        """Scroll so that `block` (or the child block it is inside) is on screen, and stop
+        following the end."""
         self.follow = False
-        try:
-            index = self.walker.index(block)
-        except ValueError:
-            return
-        self.listbox.set_focus(index)
+        top: ToolBlock | ChildBlock = block
+        while top.container is not None:
+            top = top.container
+        index = self._index(top)
+        if index is not None:
+            self.listbox.set_focus(index)
 
     def toggle_selected(self) -> bool:
         """Show or hide the details of the selected call only; False with none selected."""
@@ -435,7 +804,7 @@ class Transcript:
         if block is None:
             return False
         block.expanded = not block.shows_details
-        block.changed()
+        block.touch()  # a `task` call's child block expands with it
         self._show(block)
         return True
 
@@ -450,6 +819,8 @@ class Transcript:
     def apply(self, e: ev.Event) -> tuple[Change, ...]:
         """Show one session event (live or from the display history); return what changed
         in the view."""
+        if isinstance(e, ev.SubagentStarted | ev.SubagentEvent | ev.SubagentEnded):
+            self.subagent(e)
         changes = self.view.apply(e)
         for change in changes:
             self._draw(change)
