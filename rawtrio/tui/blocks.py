@@ -73,6 +73,8 @@ KEY_ARGUMENTS = (
     "skill",
     "description",
 )
+#: The events about a `task` call's child (`Nesting.subagent`).
+SUBAGENT_EVENTS = frozenset({ev.SubagentStarted, ev.SubagentEvent, ev.SubagentEnded})
 #: Lines of each message of a `task` child shown in its expanded block.
 CHILD_TEXT_LINES = 3
 #: How a child's turn outcome reads in its block's summary line: (mark, attribute, label).
@@ -484,7 +486,7 @@ class ChildBlock(urwid.WidgetWrap[urwid.Pile], Nesting):
         self.view = TranscriptView()
         self.tools = {}
         self.children = {}
-        self._texts: dict[str, TextBlock] = {}  # the child's messages, by item key
+        self._texts: dict[str, ChildText] = {}  # the child's messages, by item key
         #: The child block this one is inside (None: under a call of the transcript).
         self.container: ChildBlock | None = None
         #: The child's turn outcome ("completed", "cancelled", …); None while it runs.
@@ -509,7 +511,7 @@ class ChildBlock(urwid.WidgetWrap[urwid.Pile], Nesting):
 
     def apply(self, e: ev.Event) -> None:
         """Show one event of the child session."""
-        if isinstance(e, ev.SubagentStarted | ev.SubagentEvent | ev.SubagentEnded):
+        if type(e) in SUBAGENT_EVENTS:
             self.subagent(e)
         for change in self.view.apply(e):
             self._draw(change)
@@ -530,10 +532,9 @@ class ChildBlock(urwid.WidgetWrap[urwid.Pile], Nesting):
             if text is None:
                 if not item.text.strip():
                     return
-                text = self._texts[item.key] = TextBlock([])
+                text = self._texts[item.key] = ChildText()
                 self._append(text)
-            text.items = [("dim", _child_text(item.text, final=item.final))]
-            text.changed()
+            text.show(item)
         elif isinstance(item, UserView):
             self._append(TextBlock([("dim", "prompt: "), ("tool arg", _one_line(item.text))]))
         elif isinstance(item, ApprovalView):
@@ -655,16 +656,30 @@ class ChildBlock(urwid.WidgetWrap[urwid.Pile], Nesting):
         return "\n".join(line.decode().rstrip() for line in canvas.text)
 
 
-def _child_text(text: str, *, final: bool) -> str:
+class ChildText(Block):
     """A few lines of a child's message: its first ones once final, its last while it
-    streams."""
-    lines = [_one_line(line, 160) for line in text.strip().splitlines() if line.strip()]
-    if len(lines) <= CHILD_TEXT_LINES:
-        return "\n".join(lines)
-    if final:
-        more = len(lines) - CHILD_TEXT_LINES
-        return "\n".join([*lines[:CHILD_TEXT_LINES], f"… ({more} more lines)"])
-    return "\n".join(["…", *lines[-CHILD_TEXT_LINES:]])
+    streams (laid out only when drawn: a collapsed child costs nothing per delta)."""
+
+    def __init__(self) -> None:
+        self.item: MessageView | None = None
+        super().__init__()
+
+    def show(self, item: MessageView) -> None:
+        self.item = item
+        self.changed()
+
+    def markup(self) -> list[markdown.Markup]:
+        if self.item is None:
+            return []
+        text = self.item.text
+        lines = [_one_line(line, 160) for line in text.strip().splitlines() if line.strip()]
+        if len(lines) > CHILD_TEXT_LINES:
+            if self.item.final:
+                more = len(lines) - CHILD_TEXT_LINES
+                lines = [*lines[:CHILD_TEXT_LINES], f"… ({more} more lines)"]
+            else:
+                lines = ["…", *lines[-CHILD_TEXT_LINES:]]
+        return [("dim", "\n".join(lines))]
 
 
 class Transcript(Nesting):
@@ -819,7 +834,7 @@ class Transcript(Nesting):
     def apply(self, e: ev.Event) -> tuple[Change, ...]:
         """Show one session event (live or from the display history); return what changed
         in the view."""
-        if isinstance(e, ev.SubagentStarted | ev.SubagentEvent | ev.SubagentEnded):
+        if type(e) in SUBAGENT_EVENTS:
             self.subagent(e)
         changes = self.view.apply(e)
         for change in changes:

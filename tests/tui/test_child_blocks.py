@@ -86,8 +86,13 @@ class Child:
         )
 
 
-def task_started(seq: int, call_id: str = "task1") -> list[ev.Event]:
-    args = freeze({"description": "count files", "prompt": "child work"})
+def task_started(
+    seq: int,
+    call_id: str = "task1",
+    description: str = "count files",
+    agent: str | None = "reader",
+) -> list[ev.Event]:
+    args = freeze({"description": description, "prompt": "child work"})
     return [
         ev.UserMessageCommitted(session_id=P, seq=seq, turn_id="pt", text="delegate"),
         ev.ToolCallStarted(
@@ -106,8 +111,8 @@ def task_started(seq: int, call_id: str = "task1") -> list[ev.Event]:
             turn_id="pt",
             call_id=call_id,
             child_session_id=C,
-            description="count files",
-            agent="reader",
+            description=description,
+            agent=agent,
             depth=1,
         ),
     ]
@@ -310,3 +315,42 @@ async def test_the_permission_prompt_names_the_child_that_asks() -> None:
         app.on_keys(["y"], [])
         assert answers == [("r1", "allow_once")]
         nursery.cancel_scope.cancel()
+
+
+def test_a_childs_message_shows_its_last_lines_while_streaming_then_its_first() -> None:
+    transcript = Transcript()
+    for e in task_started(1):
+        transcript.apply(e)
+    child = Child(C, "task1", "ct", [10])
+    text = "".join(f"line {n}\n" for n in range(1, 7))
+    transcript.apply(child.wrap(child.text(text)))
+    transcript.toggle_details()
+    lines = screen_text(transcript).splitlines()
+    shown = [line.strip() for line in lines if line.startswith("    ")]
+    assert shown == ["…", "line 4", "line 5", "line 6"]
+    committed = ev.AssistantMessageCommitted(
+        session_id=C, seq=child.n(), turn_id="ct", step=1, text=text
+    )
+    transcript.apply(child.wrap(committed))
+    lines = screen_text(transcript).splitlines()
+    shown = [line.strip() for line in lines if line.startswith("    ")]
+    assert shown == ["line 1", "line 2", "line 3", "… (3 more lines)"]
+
+
+def test_two_children_at_once_each_sit_under_their_own_call() -> None:
+    transcript = Transcript()
+    events = task_started(1, "task1")
+    # The same step: a second call, a second child.
+    second = task_started(4, "task2", "other job", None)[1:]
+    for e in [events[0], events[1], second[0], events[2], second[1]]:
+        transcript.apply(e)
+    first, other = Child(C, "task1", "ct", [10]), Child("c2", "task2", "c2t", [20])
+    transcript.apply(other.wrap(other.tool_started("o1", "glob", pattern="*.py")))
+    transcript.apply(first.wrap(first.tool_started("k1", "bash", command="ls")))
+    lines = [line for line in screen_text(transcript).splitlines() if line]
+    assert lines[1].startswith("task count files")
+    assert lines[2].startswith("  └ agent reader (count files): 1 tool")
+    assert lines[2].endswith("bash ls")
+    assert lines[3].startswith("task other job")
+    assert lines[4].startswith("  └ subagent (other job): 1 tool")
+    assert lines[4].endswith("glob *.py")
