@@ -773,6 +773,12 @@ class Transcript(Nesting):
         for w in self.walker:
             if isinstance(w, ThinkingBlock):
                 w.changed()
+        if self.selected is not None:  # a call in a child now collapsed: its `task` call
+            shown = self.selectable_calls()
+            block: ToolBlock | None = self.selected
+            while block is not None and block not in shown:
+                block = block.container.owner if block.container is not None else None
+            self._select(block)
 
     # --- selecting one tool call -------------------------------------------------------
 

@@ -210,6 +210,7 @@ def test_ctrl_o_expands_every_child_and_a_grandchild_nests_again() -> None:
     ), lines  # collapsed: what the grandchild runs now, on its summary line
     assert any(line.startswith("    ▸ task look deeper") for line in lines)
     transcript.toggle_details()  # Ctrl-O again: all collapsed, the single choices forgotten
+    assert transcript.selected is transcript.tools["task1"]  # the hidden call's `task` call
     lines = screen_text(transcript).splitlines()
     assert not any(line.startswith("    task look deeper") for line in lines)
     assert any(line.startswith("  └ agent reader (count files): 1 tool") for line in lines)
