@@ -413,10 +413,7 @@ class Nesting:
         if isinstance(e, ev.SubagentStarted):
             self.child_block(e.call_id, e.description, e.agent)
         elif isinstance(e, ev.SubagentEvent):
-            from rawtrio.store.codec import event_from_json  # loaded with the first child
-
-            data = thaw(e.event)
-            event = event_from_json(data) if isinstance(data, dict) else None
+            event = child_event(e)
             if event is not None:  # None: a type this version does not know
                 self.child_block(e.call_id).apply(event)
         elif isinstance(e, ev.SubagentEnded):
@@ -458,6 +455,29 @@ class Nesting:
         for child in self.children.values():
             if child.outcome is None:
                 child.tick()
+
+
+def child_event(e: ev.SubagentEvent) -> ev.Event | None:
+    """The child's event a `subagent_event` carries (None: a type this version does not
+    know). Text deltas, most of them, are read without copying the whole object."""
+    data = e.event
+    if not isinstance(data, Mapping):
+        return None
+    if data.get("type") == "text_delta":
+        step, text = data.get("step"), data.get("text")
+        if isinstance(step, int) and isinstance(text, str):
+            turn_id = data.get("turn_id")
+            return ev.TextDelta(
+                session_id=e.child_session_id,
+                seq=int(data.get("seq") or 0),
+                turn_id=turn_id if isinstance(turn_id, str) else None,
+                step=step,
+                text=text,
+            )
+    from rawtrio.store.codec import event_from_json  # loaded with the first child
+
+    plain = thaw(data)
+    return event_from_json(plain) if isinstance(plain, dict) else None
 
 
 class ChildBlock(urwid.WidgetWrap[urwid.Pile], Nesting):
