@@ -38,9 +38,12 @@ def test_rewind_over_acp_with_a_conflict_then_forced(place: Place, host: HostPro
     for text in PROMPTS:
         pictures.append(picture(project))
         turn = client.result("_rawtrio/session/submit", {"sessionId": sid, "text": text})
-        ended = client.wait_until(
-            lambda e, t=turn["turnId"]: e["type"] == "turn_ended" and e["turn_id"] == t
-        )
+        turn_id = turn["turnId"]
+
+        def ended_turn(e: dict[str, Any], turn_id: str = turn_id) -> bool:
+            return bool(e["type"] == "turn_ended" and e["turn_id"] == turn_id)
+
+        ended = client.wait_until(ended_turn)
         assert ended["outcome"] == "completed", ended
     before = exported(place, sid)
     assert user_texts(before) == list(PROMPTS)
