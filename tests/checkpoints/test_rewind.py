@@ -12,6 +12,7 @@ import pytest
 from rawtrio import events as ev
 from rawtrio.checkpoints import rewind
 from rawtrio.checkpoints.store import CheckpointStore
+from rawtrio.context.compaction import CompactionSettings
 from rawtrio.contracts import TurnOutcome
 from rawtrio.errors import UsageError
 from rawtrio.messages import UserMessage
@@ -221,3 +222,32 @@ async def test_prompt_positions_are_where_each_prompt_begins(tmp_path: Path) -> 
             await runtime.fork_session(session.id, before_turn="no-such-turn")
         events = await runtime.session_events(session.id)
         assert sum(isinstance(e, ev.UserMessageCommitted) for e in events) == 3
+
+
+@pytest.mark.parametrize("kind", ["memory", "sqlite"])
+async def test_a_compaction_between_prompts_is_undone_or_kept_by_where_the_fork_cuts(
+    tmp_path: Path, kind: str
+) -> None:
+    project = make_small_project(tmp_path / "p")
+    options: dict[str, Any] = {"compaction": CompactionSettings(keep_last_turns=1)}
+    async with contextlib.AsyncExitStack() as stack:
+        if kind == "sqlite":
+            options["store"] = await stack.enter_async_context(SqliteStore(tmp_path / "s.db"))
+        session, _server, runtime = await stack.enter_async_context(
+            session_on(scenario_three_turns(), "anthropic", project, **options)
+        )
+        contexts = []
+        for n, text in enumerate(PROMPTS):
+            if n == 2:
+                ended = await session.compact(None)
+                assert ended.outcome == "compacted", ended
+            contexts.append(await runtime.store.load_context(session.id))
+            await session.run_turn(text)
+        # The compaction replaced what came before prompt 2: prompt 3's context starts anew.
+        assert contexts[2][: len(contexts[1])] != contexts[1]
+        prompts = rewind.prompts_of(await runtime.session_events(session.id))
+        for number in (2, 3):
+            result = await rewind.rewind(runtime, None, session.id, prompts, number, "conversation")
+            assert result.session_id is not None
+            forked = await runtime.store.load_context(result.session_id)
+            assert forked == contexts[number - 1], number
