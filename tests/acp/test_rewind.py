@@ -35,10 +35,12 @@ def test_rewind_over_acp_with_a_conflict_then_forced(place: Place, host: HostPro
     client.initialize()
     sid = client.start(place, flags={"base_url": place.base_url})["sessionId"]
     pictures = []
+    turns = []
     for text in PROMPTS:
         pictures.append(picture(project))
         turn = client.result("_rawtrio/session/submit", {"sessionId": sid, "text": text})
         turn_id = turn["turnId"]
+        turns.append(turn_id)
 
         def ended_turn(e: dict[str, Any], turn_id: str = turn_id) -> bool:
             return bool(e["type"] == "turn_ended" and e["turn_id"] == turn_id)
@@ -100,6 +102,15 @@ def test_rewind_over_acp_with_a_conflict_then_forced(place: Place, host: HostPro
             "_rawtrio/rewind", {"sessionId": sid, "prompt": 3, "restore": "files"}
         )
         assert "no files to restore" in nothing["error"]["message"]
+
+        # What an attached chat's /rewind forks with: `_rawtrio/sessions/fork` before a turn.
+        params = {"sessionId": sid, "beforeTurn": turns[2], "title": "by hand"}
+        copy = client.result("_rawtrio/sessions/fork", params)["sessionId"]
+        assert user_texts(exported(place, copy)) == list(PROMPTS[:2])
+        assert exported(place, copy)["session"]["title"] == "by hand"
+        params = {"sessionId": sid, "beforeTurn": "no-such-turn"}
+        unknown = client.call("_rawtrio/sessions/fork", params)
+        assert "has no prompt of turn no-such-turn" in unknown["error"]["message"]
     finally:
         assert editor.finish() == 0
         client.close()
