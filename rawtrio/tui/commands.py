@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 Handler = Callable[["ChatHost", str], Awaitable[None]]
 #: Sessions the picker lists at most.
 PICKER_LIMIT = 50
+#: Prompts `/rewind` lists at most (the latest; `rawtrio rewind --list` shows every one).
+REWIND_LIMIT = 20
 
 
 async def run_command(app: ChatHost, text: str) -> None:
@@ -324,11 +326,13 @@ async def _rewind(app: ChatHost, arg: str) -> None:
             app.transcript.note(f"  /rewind: {exc}", "error")
         app.refresh_status()
 
+    shown = prompts[-REWIND_LIMIT:]
+
     def prompt_chosen(index: int) -> None:
-        if index >= len(prompts):
+        if index >= len(shown):
             return
-        prompt = prompts[index]
-        later = {p.turn_id for p in prompts[index:]}
+        prompt = shown[index]
+        later = {p.turn_id for p in prompts[prompt.number - 1 :]}
         files = any(c.turn_id in later for c in applied)
         whats: list[rewind.What] = ["both", "conversation", "files"] if files else ["conversation"]
         names = {
@@ -348,7 +352,11 @@ async def _rewind(app: ChatHost, arg: str) -> None:
         )
 
     title = "/rewind: back to just before which prompt? (Esc: nothing)"
-    picker = ChoicePicker(title, [*(label(p) for p in prompts), "nothing"], prompt_chosen)
+    labels = [label(p) for p in shown]
+    if len(shown) < len(prompts):  # the list's own numbers are not the prompts' then
+        title = f"/rewind: back to just before which prompt? (the last {len(shown)})"
+        labels = [f"prompt {p.number}: {text}" for p, text in zip(shown, labels, strict=True)]
+    picker = ChoicePicker(title, [*labels, "nothing"], prompt_chosen)
     app.open_picker(picker)
 
 
