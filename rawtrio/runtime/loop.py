@@ -19,7 +19,7 @@ import trio
 from rawtrio import events as ev
 from rawtrio.contracts import ToolStatus, TurnOutcome
 from rawtrio.errors import ProviderError, StreamCut
-from rawtrio.frozen import EMPTY, thaw
+from rawtrio.frozen import EMPTY, freeze, thaw
 from rawtrio.groups import collapse_group
 from rawtrio.hooks import HookEvent, payloads
 from rawtrio.messages import AssistantMessage, ToolCall, ToolResult
@@ -276,8 +276,9 @@ async def run_call(host: TurnHost, turn: Turn, call: ToolCall) -> ToolResult:
         output = await tool.handler(ctx, args)
     except Exception as exc:  # a handler bug becomes a result the model can read
         output = ToolOutput.error(f"tool {tool.id} failed: {type(exc).__name__}: {exc}")
+    changes: dict[str, Any] = {}  # the files a scanned call changed (docs/contracts.md)
     if host.checkpoints is not None:  # a cut call is compared at the turn's end
-        await host.checkpoints.after_call()
+        changes = await host.checkpoints.after_call()
     # If the after-hooks are cancelled, the call's real output still becomes its result.
     ctx.report_cancelled(
         f"{output.content}\n[the call finished; its after-hooks were cancelled]",
@@ -293,7 +294,7 @@ async def run_call(host: TurnHost, turn: Turn, call: ToolCall) -> ToolResult:
         output.status,
         output.content,
         started=True,
-        details=output.details,
+        details=freeze({**(thaw(output.details) or {}), **changes}) if changes else output.details,
         images=images,
     )
 

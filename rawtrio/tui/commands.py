@@ -406,6 +406,12 @@ async def _do_rewind(
     app.edit.set(result.prompt.text)
 
 
+async def _diff(app: ChatHost, arg: str) -> None:
+    from rawtrio.tui.diff_view import show_diff  # docs/checkpoints.md
+
+    await show_diff(app, arg)
+
+
 async def _clear(app: ChatHost, arg: str) -> None:
     app.transcript.clear()
 
@@ -434,6 +440,7 @@ COMMANDS: dict[str, tuple[Handler, str]] = {
     "/undo": (_undo, "put back the files the last turn changed (or checkpoint N)"),
     "/redo": (_redo, "re-apply what /undo put back"),
     "/rewind": (_rewind, "back to just before an earlier prompt: files and/or conversation"),
+    "/diff": (_diff, "what the last turn changed, as a diff (or checkpoint N)"),
     "/clear": (_clear, "clear the screen (the session stays as it is)"),
     "/demo": (_demo, "an offline demo against the built-in fake model"),
     "/quit": (_quit, "leave"),
