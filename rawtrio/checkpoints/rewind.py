@@ -121,7 +121,10 @@ class RewindResult:
             parts.append(f"conversation forked as {self.title!r} ({self.session_id})")
         if self.what != "conversation":
             n = len(self.restored)
-            parts.append(f"{n} file{'s' if n != 1 else ''} restored")
+            if not self.outcomes:
+                parts.append("no files to restore (no later turn changed any)")
+            else:
+                parts.append(f"{n} file{'s' if n != 1 else ''} restored")
         lines = [f"rewound to prompt {self.prompt.number}: " + ", ".join(parts)]
         if self.applied and self.conflicts:
             lines.append(f"overwrote {len(self.conflicts)} file(s) changed outside rawtrio")

@@ -139,6 +139,10 @@ async def test_conversation_only_leaves_the_files_and_files_only_makes_no_fork(
 
         with pytest.raises(UsageError, match="no files to restore"):
             await ran.rewind(2, "files")  # everything from prompt 1 on is undone already
+        both = await ran.rewind(2, "both")  # the conversation still goes back
+        assert both.applied
+        assert both.session_id is not None
+        assert both.describe().endswith("no files to restore (no later turn changed any)")
         with pytest.raises(UsageError, match="no prompt 4: the session has prompts 1 to 3"):
             await ran.rewind(4, "both")
 
