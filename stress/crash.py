@@ -131,12 +131,16 @@ _LINE_PHASES: Final = {
 
 def phase_of(lines: Sequence[str]) -> str:
     """Where the child was when it died: read from the last line it wrote — the parent
-    session's copy of a `task` child's event (`subagent_event`) passed over, a line about
-    the child read as the child's phase."""
+    session's copies of a `task` child's events (`subagent_event`, and its relayed
+    `permission_*`) passed over, a line about the child read as the child's phase."""
     lines = [line for line in lines if not line.endswith(" subagent_event")] or list(lines)
     if not lines:
         return "starting"
     last = lines[-1]
+    if len(lines) > 1 and lines[-2].startswith("child ") and last.startswith("event "):
+        kind = last.split()[-1]
+        if kind.startswith("permission_") and lines[-2].endswith(f" {kind}"):
+            last = lines[-2]  # the parent's copy of a child's permission event
     if last.startswith("child "):
         own = last.split(" ", 2)[2:]
         return f"child {phase_of(own)}" if own else "child starting"
@@ -363,11 +367,12 @@ class ForkServer:
 
 
 @asynccontextmanager
-async def open_fork_server() -> AsyncIterator[ForkServer]:
+async def open_fork_server(scenarios: Sequence[str] = ()) -> AsyncIterator[ForkServer]:
+    """The fork server, warmed up for `scenarios` (empty: all)."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         process = await trio.lowlevel.open_process(
-            [sys.executable, "-m", "stress.crash_child", "--serve"],
+            [sys.executable, "-m", "stress.crash_child", "--serve", *scenarios],
             cwd=ROOT,
             stdin=theirs.fileno(),
             stdout=subprocess.PIPE,
@@ -721,7 +726,8 @@ async def run_crash(options: CrashOptions) -> CrashReport:
     ):
         # The reopens build SDK clients here: import the SDKs while the children start.
         nursery.start_soon(partial(trio.to_thread.run_sync, import_providers))
-        async with open_fork_server() if options.fork_server else _no_fork_server() as forks:
+        serving = open_fork_server(options.scenarios) if options.fork_server else None
+        async with serving or _no_fork_server() as forks:
             await _run_all(options, report, server, forks, deadline)
     report.runs.sort(key=lambda r: r.index or 0)
     report.elapsed_s = time.monotonic() - started

@@ -271,7 +271,7 @@ def child_main(argv: Sequence[str]) -> None:
 _REAP_POLL_S: Final = 0.01
 
 
-def serve(control: socket.socket) -> None:
+def serve(control: socket.socket, scenarios: Sequence[str] = tuple(SCENARIOS)) -> None:
     """The fork server: read requests on `control`, fork a child for each.
 
     A request is one datagram-sized message: a JSON list `[id, db, cwd, wire, base_url,
@@ -288,7 +288,7 @@ def serve(control: socket.socket) -> None:
     """
     from rawtrio.processes.subreaper import become_child_subreaper
 
-    warm_up()
+    warm_up(scenarios)
     become_child_subreaper()
     ours: set[int] = set()
     say(json.dumps({"serving": os.getpid()}))
@@ -318,8 +318,9 @@ def serve(control: socket.socket) -> None:
                 say(json.dumps({"pid": pid, "status": os.waitstatus_to_exitcode(status)}))
 
 
-def warm_up() -> None:
-    """Run the `tools` scenario once per wire and `subagents` once in this process, against
+def warm_up(scenarios: Sequence[str] = tuple(SCENARIOS)) -> None:
+    """Run the `tools` scenario once per wire, and `subagents` once if among `scenarios`
+    (the ones the children will run), in this process, against
     a fake model server of its own, so that everything a child imports or builds lazily
     (the SDKs' resources, schema validation, the tools, the `task` path) is there before
     the first fork; then freeze the heap, so that the children's garbage collections leave
@@ -328,7 +329,7 @@ def warm_up() -> None:
     saved = os.dup(1)
     os.dup2(null, 1)
     try:
-        trio.run(_warm_up_runs)
+        trio.run(_warm_up_runs, tuple(scenarios))
     finally:
         os.dup2(saved, 1)
         os.close(saved)
@@ -337,7 +338,7 @@ def warm_up() -> None:
     gc.freeze()
 
 
-async def _warm_up_runs() -> None:
+async def _warm_up_runs(scenarios: tuple[str, ...]) -> None:
     from rawtrio.testing.fake_model import Scenario, open_fake_model_server
 
     with tempfile.TemporaryDirectory(prefix="rawtrio-crash-warm-") as tmp:
@@ -346,7 +347,10 @@ async def _warm_up_runs() -> None:
             trio.open_nursery() as nursery,
         ):
             # Every wire once; the `task` path once more (its SDK is warm by then).
-            for wire, scenario in [*((w, "tools") for w in WIRES), ("anthropic", "subagents")]:
+            runs = [(w, "tools") for w in WIRES]
+            if "subagents" in scenarios:
+                runs.append(("anthropic", "subagents"))
+            for wire, scenario in runs:
                 cwd = Path(tmp) / f"{wire}-{scenario}"
                 cwd.mkdir()
                 url = server.base_url if wire == "anthropic" else server.openai_base_url
@@ -382,8 +386,11 @@ def send_request(control: socket.socket, request: list[object], fds: Sequence[in
 
 
 def main(argv: Sequence[str]) -> None:
-    if argv == ["--serve"]:
-        serve(socket.socket(fileno=0))
+    if argv[:1] == ["--serve"]:
+        unknown = set(argv[1:]) - set(SCENARIOS)
+        if unknown:
+            raise SystemExit(f"unknown scenario(s) {' '.join(sorted(unknown))}")
+        serve(socket.socket(fileno=0), argv[1:] or tuple(SCENARIOS))
     else:
         child_main(argv)
 

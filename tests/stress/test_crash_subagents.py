@@ -69,7 +69,10 @@ def test_phase_of_a_line_about_a_child_is_the_childs() -> None:
     # The parent's copy of each child event is passed over.
     lines += ["child c1 event 4 tool_call_started", "event 8 subagent_event"]
     assert phase_of(lines) == "child tool running"
-    assert phase_of([*lines, "child c1 event 5 permission_requested"]) == ("child permission wait")
+    # A child's approval is relayed on the parent: still the child's wait.
+    asked = ["child c1 event 5 permission_requested", "event 9 permission_requested"]
+    assert phase_of([*lines, *asked, "event 10 subagent_event"]) == "child permission wait"
+    assert phase_of(["ready p1", "event 3 permission_requested"]) == "permission wait"
     assert phase_of([*lines, "event 9 subagent_ended"]) == "child ended"
 
 
