@@ -753,7 +753,8 @@ async def _run_all(
     with tempfile.TemporaryDirectory(prefix="rawtrio-crash-") as tmp_dir:
         tmp = Path(tmp_dir)
         durations: list[float] = []
-        for scenario in options.scenarios:
+
+        async def baseline_of(scenario: str) -> None:
             baseline = CrashRun(None, "openai-chat", None, scenario)
             where = tmp / f"baseline-{scenario}"
             log = await run_one(server, where, baseline, "openai-chat", forks)
@@ -763,6 +764,13 @@ async def _run_all(
                 return
             report.timelines[scenario] = Timeline.of(log)
             durations.append(baseline.duration_s)
+
+        async with trio.open_nursery() as nursery:  # side by side, like the runs
+            for scenario in options.scenarios:
+                nursery.start_soon(baseline_of, scenario)
+        if report.error is not None:
+            return
+        report.baselines = {sc: report.baselines[sc] for sc in options.scenarios}
         numbers = iter(options.only) if options.only else itertools.count(1)
         started_runs = 0
 
