@@ -4,6 +4,7 @@ storage link; docs/stress.md, the crash suite)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from pathlib import Path
@@ -12,10 +13,19 @@ import pytest
 import trio
 
 from rawtrio.contracts import ToolStatus, TurnOutcome
-from rawtrio.messages import ToolResult
+from rawtrio.messages import AssistantMessage, Message, TextPart, ToolCall, ToolResult, UserMessage
+from rawtrio.store import codec
 from rawtrio.testing.fake_model import Scenario, open_fake_model_server
 from stress.crash import CrashRun, KillPlan, phase_of, run_one
-from stress.crash_checks import lines_of, read_children, read_snapshot
+from stress.crash_checks import (
+    CrashObservation,
+    DbSnapshot,
+    check_crash,
+    check_runs_owned,
+    lines_of,
+    read_children,
+    read_snapshot,
+)
 from stress.crash_child import SCRIPT
 
 #: Liveness only: one child process (imports included) and a reopen.
@@ -82,3 +92,51 @@ def test_lines_of_a_session() -> None:
     assert lines_of(lines, None) == ["ready p1", f"committed {rows}"]
     assert lines_of(lines, "c1") == [f"committed {rows}"]
     assert lines_of(lines, "c2") == ["begun t2"]
+
+
+def _family(started: frozenset[str]) -> list[CrashObservation]:
+    """A parent whose `task` call was cut, and its child whose `bash` call (tag `child-a`)
+    had its start recorded or not."""
+    bash = ToolCall.parse("b1", "bash", '{"command": "echo child-a >> runs.txt; sleep 0.1"}')
+    task = ToolCall.parse("t1", "task", '{"description": "d", "prompt": "p"}')
+    parent: list[Message] = [UserMessage("go"), AssistantMessage((TextPart("x"), task))]
+    child: list[Message] = [UserMessage("p"), AssistantMessage((TextPart("y"), bash))]
+
+    def observe(messages: list[Message], calls: frozenset[str]) -> CrashObservation:
+        snapshot = DbSnapshot(tuple(codec.message_to_row(m) for m in messages), started=calls)
+        return CrashObservation(
+            lines=[],
+            before=snapshot,
+            reopened=snapshot,
+            after=snapshot,
+            context=messages,
+            runs_before=[],
+            runs_after=[],
+            followup_outcome=None,
+            followup_statuses=[],
+            followup_user_texts=[],
+            context_after_followup=messages,
+        )
+
+    return [observe(parent, frozenset({"t1"})), observe(child, started)]
+
+
+def test_the_runs_file_is_checked_against_every_session_of_the_family() -> None:
+    assert check_runs_owned(_family(frozenset({"b1"})), ["child-a"], ["child-a"]) == []
+    unmarked = check_runs_owned(_family(frozenset()), ["child-a"], ["child-a"])
+    assert [v.invariant for v in unmarked] == ["I6"]
+    assert "without a recorded start" in unmarked[0].text
+    stray = check_runs_owned(_family(frozenset({"b1"})), ["child-b"], ["child-b"])
+    assert ["no session committed" in v.text for v in stray] == [True]
+    rerun = check_runs_owned(_family(frozenset({"b1"})), ["child-a"], ["child-a", "child-a"])
+    assert ["re-ran" in v.text for v in rerun] == [True]
+
+
+def test_a_childs_findings_name_it_and_skip_the_follow_up() -> None:
+    child = dataclasses.replace(_family(frozenset({"b1"}))[1], followup=False, label="child c1")
+    # Its call has no result and nothing repaired it: I1 names the child; no follow-up
+    # finding (no follow-up runs in a child).
+    found = check_crash(child)
+    assert found
+    assert all(v.text.startswith("child c1: ") for v in found)
+    assert not any("follow-up turn" in v.text or "recovery note" in v.text for v in found)
