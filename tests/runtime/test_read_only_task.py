@@ -104,10 +104,12 @@ async def setup_for(
 class Watch:
     """Wraps `read_file` and `grep`: the child's read of `child.txt` waits (up to `HOLD_S`,
     unless `wait_for_grep` is off) for the parent's `grep` to have run; `hold_parent_read`
-    keeps the parent's read of `a.txt` running until cancelled."""
+    and `hold_child_read` keep the parent's read of `a.txt`, the child's read, running
+    until cancelled."""
 
     hold_parent_read: bool = False
     wait_for_grep: bool = True
+    hold_child_read: bool = False
     grep_done: trio.Event = dataclasses.field(default_factory=trio.Event)
     child_read_began: trio.Event = dataclasses.field(default_factory=trio.Event)
     parent_read_began: trio.Event = dataclasses.field(default_factory=trio.Event)
@@ -130,6 +132,8 @@ class Watch:
                 path = str(args.get("path", ""))
                 if path == "child.txt":
                     self.child_read_began.set()
+                    if self.hold_child_read:
+                        await trio.sleep_forever()
                     with trio.move_on_after(HOLD_S if self.wait_for_grep else 0):
                         await self.grep_done.wait()
                     self.child_saw_grep.append(self.grep_done.is_set())
@@ -314,11 +318,11 @@ async def test_a_task_whose_agent_may_write_runs_alone(wire: ProviderKind, tmp_p
 async def test_cancel_mid_group_with_a_read_only_task_gives_every_call_one_result(
     wire: ProviderKind, tmp_path: Path
 ) -> None:
-    """Extends the read-only group cancellation test with a child: the parent's read is
-    running, the child's read is waiting, the grep finished; a cancel then commits the
-    grep's real result, `cancelled` for the read and the `task` call, and the child
-    records a result for its own cut call and one outcome."""
-    watch = Watch(hold_parent_read=True)
+    """Extends the read-only group cancellation test with a child: the parent's read and
+    the child's read are running, the grep finished — all three side by side; a cancel
+    then commits the grep's real result, `cancelled` for the read and the `task` call, and
+    the child records a result for its own cut call and one outcome."""
+    watch = Watch(hold_parent_read=True, hold_child_read=True)
     calls = [read("a.txt"), task("explorer"), GREP]
     async with parent_session(tmp_path, wire, calls, watch) as (session, store):
         with session.subscribe() as sub:
