@@ -80,7 +80,7 @@ def config_text(wire: ProviderKind, server: FakeModelServer | None) -> str:
 
 
 async def setup_for(
-    tmp_path: Path, wire: ProviderKind, server: FakeModelServer | None
+    tmp_path: Path, wire: ProviderKind, server: FakeModelServer | None, mode: str | None = None
 ) -> SessionSetup:
     config = tmp_path / "config.toml"
     config.write_text(config_text(wire, server))
@@ -96,7 +96,8 @@ async def setup_for(
         "ANTHROPIC_API_KEY": "test-key",
         "OPENAI_API_KEY": "test-key",
     }
-    args: argparse.Namespace = build_parser().parse_args(["-p", "go", "--cwd", str(cwd)])
+    argv = ["-p", "go", "--cwd", str(cwd), *(["--mode", mode] if mode else [])]
+    args: argparse.Namespace = build_parser().parse_args(argv)
     return await prepare_session(args, headless=True, env=env)
 
 
@@ -179,12 +180,16 @@ def scenario(parent_calls: list[dict[str, Any]]) -> dict[str, Any]:
 
 @asynccontextmanager
 async def parent_session(
-    tmp_path: Path, wire: ProviderKind, parent_calls: list[dict[str, Any]], watch: Watch
+    tmp_path: Path,
+    wire: ProviderKind,
+    parent_calls: list[dict[str, Any]],
+    watch: Watch,
+    mode: str | None = None,
 ) -> AsyncIterator[tuple[Session, MemoryStore]]:
     store = MemoryStore()
     factory = partial(default_registry, wrap=watch.wrap)
     async with open_fake_model_server(Scenario.from_dict(scenario(parent_calls))) as server:
-        setup = await setup_for(tmp_path, wire, server)
+        setup = await setup_for(tmp_path, wire, server, mode)
         async with open_runtime(store, registry_factory=factory) as runtime:
             session = await runtime.create_session(setup.options)
             with trio.fail_after(LIVENESS_S):
@@ -353,3 +358,22 @@ async def test_cancel_mid_group_with_a_read_only_task_gives_every_call_one_resul
         assert [e.outcome for e in child_ends] == [TurnOutcome.CANCELLED]
         again = await session.run_turn("after")
         assert again.outcome is TurnOutcome.COMPLETED, again.reason
+
+
+# --- permissions judge a task call by its agent too ----------------------------------
+
+
+async def test_plan_mode_lets_a_read_only_task_run_and_denies_a_writing_one(
+    wire: ProviderKind, tmp_path: Path
+) -> None:
+    """Plan mode allows only read-only calls: a `task` whose agent can only read is one (it
+    runs, unasked), one whose agent may write is denied by the mode."""
+    watch = Watch(wait_for_grep=False)
+    calls = [task("explorer"), task("writer")]
+    async with parent_session(tmp_path, wire, calls, watch, mode="plan") as (session, _):
+        ended = await session.run_turn("go")
+        assert ended.outcome is TurnOutcome.COMPLETED, ended.reason
+        results = [m for m in session.context if isinstance(m, ToolResult)]
+        assert [r.status for r in results] == [ToolStatus.OK, ToolStatus.DENIED]
+        assert "plan mode allows only read-only tools" in str(results[1].content)
+        assert watch.child_saw_grep == [False]  # the explorer's child ran its read
