@@ -64,6 +64,7 @@ from rawtrio.groups import collapse_group
 from rawtrio.processes.bounded_output import BoundedOutput
 from rawtrio.processes.environment import CALL_ENV_VAR, child_environment, new_call_marker
 from rawtrio.processes.subreaper import (
+    WAITED_FOR,
     is_alive,
     marked_processes,
     process_state,
@@ -370,18 +371,22 @@ async def open_process_group(spec: ProcessSpec) -> AsyncIterator[ProcessGroup]:
     )
     # No checkpoint between the start and the `try`: a cancel cannot leak the process.
     WATCHDOG.register(proc.pid)
+    WAITED_FOR.add(proc.pid)  # its exit status is `proc`'s: no sweep reaps it
     group = ProcessGroup(proc, spec)
     try:
         yield group
     finally:
-        if not group.stop_attempted:
-            await group.stop()
-        with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
-            cleanup.shield = True
-            for pipe in (proc.stdin, proc.stdout, proc.stderr):
-                if pipe is not None:
-                    with contextlib.suppress(trio.ClosedResourceError, OSError):
-                        await pipe.aclose()
+        try:
+            if not group.stop_attempted:
+                await group.stop()
+            with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
+                cleanup.shield = True
+                for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                    if pipe is not None:
+                        with contextlib.suppress(trio.ClosedResourceError, OSError):
+                            await pipe.aclose()
+        finally:
+            WAITED_FOR.discard(proc.pid)
         if proc.returncode is not None and not group.members_alive():
             WATCHDOG.unregister(group.pgid)
 

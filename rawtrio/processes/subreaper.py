@@ -82,10 +82,19 @@ def signal_pids(pids: Iterable[int], sig: signal.Signals) -> None:
             os.kill(pid, sig)
 
 
+#: Our children whose exit status a trio `Process` waits for (the leaders of process
+#: groups, `group.open_process_group`): a sweep that ends one leaves its reaping to that
+#: `Process`, which would otherwise report "exit code 0" for it.
+WAITED_FOR: Final[set[int]] = set()
+
+
 def reap_if_child(pids: Iterable[int]) -> None:
-    """Reap those of `pids` that are our (re-parented) zombie children, by pid only."""
+    """Reap those of `pids` that are our (re-parented) zombie children, by pid only;
+    never one in `WAITED_FOR`."""
     me = os.getpid()
     for pid in pids:
+        if pid in WAITED_FOR:
+            continue
         state = process_state(pid)
         if state is None or state[1] != me or state[0] not in ("Z", "X"):
             continue

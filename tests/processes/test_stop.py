@@ -4,6 +4,8 @@ Real processes throughout."""
 
 from __future__ import annotations
 
+import os
+import signal
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from rawtrio.processes import (
     new_call_marker,
     open_process_group,
 )
+from rawtrio.processes.subreaper import process_state, reap_if_child
 from tests.processes.test_group import LIVENESS_S, gone
 
 GRACE = 0.2
@@ -88,3 +91,21 @@ async def test_leaving_the_block_stops_what_the_block_did_not(tmp_path: Path) ->
     assert group.stop_attempted
     assert group.sigterm_sent
     assert gone(group.pid)
+
+
+async def test_a_sweep_never_reaps_a_group_leader_whose_status_the_group_waits_for(
+    tmp_path: Path,
+) -> None:
+    # A session's sweep (`end_marked`) reaps by pid the marked processes it ended that are
+    # our children. A group's leader is one, but its exit status belongs to the group's
+    # trio Process: reaped by the sweep, the group would report "exit code 0" for a
+    # process that was killed.
+    with trio.fail_after(LIVENESS_S):
+        async with open_process_group(spec_for("exec sleep 30", tmp_path)) as group:
+            os.kill(group.pid, signal.SIGKILL)
+            # Polling: nothing signals "it is a zombie now" without reaping it.
+            while (process_state(group.pid) or ("Z",))[0] != "Z":  # noqa: ASYNC110
+                await trio.sleep(0.005)
+            reap_if_child([group.pid])
+            await group.proc.wait()
+    assert group.proc.returncode == -signal.SIGKILL

@@ -192,6 +192,47 @@ async def test_cancel_while_child_runs_a_process(wire: ProviderKind, tmp_path: P
         assert again.outcome is TurnOutcome.COMPLETED, again.reason
 
 
+async def test_cancelled_children_report_how_their_processes_were_stopped(
+    wire: ProviderKind, tmp_path: Path
+) -> None:
+    # Two children each run a command that dies on SIGTERM; cancelling the parent closes
+    # each child's session while its call is being stopped. Each cut call says it was
+    # stopped with SIGTERM and died of it (the session's sweep once reaped the leader
+    # first: "it had already finished (exit code 0)").
+    bash = {"name": "bash", "arguments": {"command": "echo started; exec sleep 60"}}
+    calls = [task("one", "child one"), task("two", "child two")]
+    sc = scenario(
+        ("child one", [{"tool_calls": [bash]}]),
+        ("child two", [{"tool_calls": [bash]}]),
+        parent_calls=calls,
+    )
+    for _ in range(3):
+        store = MemoryStore()
+        async with session_on(sc, wire, tmp_path, store=store) as (session, _, _):
+            with session.subscribe() as sub:
+                turn_id = await session.submit("go")
+                running: set[str] = set()
+                async for event in sub:
+                    if (
+                        isinstance(event, ev.SubagentEvent)
+                        and event.event["type"] == "tool_output_delta"
+                    ):
+                        running.add(event.child_session_id)
+                        if len(running) == 2:
+                            session.cancel("test cancel")
+                            break
+                ended = await session.wait_turn(turn_id)
+            assert ended.outcome is TurnOutcome.CANCELLED
+            children = await store.list_children(session.id)
+            assert len(children) == 2
+            for child in children:
+                context = await store.load_context(child.id)
+                (cut,) = [m for m in context if isinstance(m, ToolResult)]
+                assert cut.status is ToolStatus.CANCELLED
+                assert "stopped with SIGTERM; killed by signal SIGTERM (15)" in cut.content
+                assert (cut.details["signal"], cut.details["exit_code"]) == (15, None)
+
+
 async def test_cancel_while_child_streams(wire: ProviderKind, tmp_path: Path) -> None:
     sc = scenario(("child one", [{"text": "words " * 40, "chunk": 4, "stall_after": 5}]))
     store = MemoryStore()
