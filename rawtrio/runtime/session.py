@@ -376,6 +376,7 @@ class Session:
             await self.store.begin_turn(self.id, turn.id, client_request_id)
         except BaseException:
             self._turn = None  # nothing started: the session takes the next submit
+            turn.done.set()  # and nobody waits for it (`_until_turn_ended`)
             raise
         self._nursery.start_soon(self._turn_task, turn, name=f"turn {turn.id}")
         return turn.id
