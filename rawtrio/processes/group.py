@@ -64,8 +64,9 @@ from rawtrio.groups import collapse_group
 from rawtrio.processes.bounded_output import BoundedOutput
 from rawtrio.processes.environment import CALL_ENV_VAR, child_environment, new_call_marker
 from rawtrio.processes.subreaper import (
+    WAITED_FOR,
+    find_marked,
     is_alive,
-    marked_processes,
     process_state,
     reap_if_child,
     signal_pids,
@@ -285,13 +286,13 @@ class ProcessGroup:
             await self._until_members_gone()
 
     async def _terminate(self) -> None:
-        self._find_escaped()
+        await self._find_escaped()
         if self.proc.returncode is None or self.members_alive():
             self.sigterm_sent = self._signal(signal.SIGTERM) or self.sigterm_sent
             with trio.move_on_after(self.spec.grace_s):
                 await self.proc.wait()
                 await self._until_members_gone()
-            self._find_escaped()
+            await self._find_escaped()
             if self.proc.returncode is None or self.members_alive():
                 self.killed = self._signal(signal.SIGKILL) or self.killed
         await self.proc.wait()
@@ -317,10 +318,11 @@ class ProcessGroup:
         while self.members_alive():  # noqa: ASYNC110
             await trio.sleep(_POLL_S)
 
-    def _find_escaped(self) -> None:
+    async def _find_escaped(self) -> None:
         """Remember marked processes outside the group (the group is signalled as one, so
-        that its members all get the signal at once)."""
-        for pid in marked_processes(CALL_ENV_VAR, self.spec.marker):
+        that its members all get the signal at once). The /proc scan is shared with the
+        other groups stopping at the same moment (`subreaper.find_marked`)."""
+        for pid in await find_marked(CALL_ENV_VAR, self.spec.marker):
             state = process_state(pid)
             if pid != self.proc.pid and state is not None and state[2] != self.pgid:
                 self.escaped.add(pid)
@@ -370,18 +372,22 @@ async def open_process_group(spec: ProcessSpec) -> AsyncIterator[ProcessGroup]:
     )
     # No checkpoint between the start and the `try`: a cancel cannot leak the process.
     WATCHDOG.register(proc.pid)
+    WAITED_FOR.add(proc.pid)  # its exit status is `proc`'s: no sweep reaps it
     group = ProcessGroup(proc, spec)
     try:
         yield group
     finally:
-        if not group.stop_attempted:
-            await group.stop()
-        with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
-            cleanup.shield = True
-            for pipe in (proc.stdin, proc.stdout, proc.stderr):
-                if pipe is not None:
-                    with contextlib.suppress(trio.ClosedResourceError, OSError):
-                        await pipe.aclose()
+        try:
+            if not group.stop_attempted:
+                await group.stop()
+            with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
+                cleanup.shield = True
+                for pipe in (proc.stdin, proc.stdout, proc.stderr):
+                    if pipe is not None:
+                        with contextlib.suppress(trio.ClosedResourceError, OSError):
+                            await pipe.aclose()
+        finally:
+            WAITED_FOR.discard(proc.pid)
         if proc.returncode is not None and not group.members_alive():
             WATCHDOG.unregister(group.pgid)
 

@@ -47,14 +47,37 @@ _POLL_S = 0.02
 _SETTLE_S = 0.05
 #: How often the watchdog checks that its parent is alive while the pipe stays open.
 _PARENT_CHECK_S = 1.0
+#: One read of a /proc file; an environment is usually much smaller.
+_READ_SIZE = 65536
+
+
+def read_proc_file(path: str) -> bytes | None:
+    """The whole of a /proc file, or None when it cannot be read (the process is gone, or
+    not ours to read). Plain descriptors, no file object: a /proc scan opens one file per
+    process, and this is its cost."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        data = os.read(fd, _READ_SIZE)
+        if len(data) < _READ_SIZE:  # /proc's stat and environ: a short read is the end
+            return data
+        chunks = [data]
+        while data:
+            data = os.read(fd, _READ_SIZE)
+            chunks.append(data)
+        return b"".join(chunks)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 def stat_fields(pid: int) -> list[bytes] | None:
     """The fields of /proc/<pid>/stat after the command name (state first), or None."""
-    try:
-        with open(f"/proc/{pid}/stat", "rb") as f:
-            stat = f.read()
-    except OSError:
+    stat = read_proc_file(f"/proc/{pid}/stat")
+    if stat is None:
         return None
     # "pid (comm) state ppid pgrp ..." — comm may contain spaces and parentheses.
     return stat[stat.rfind(b")") + 2 :].split()
@@ -72,10 +95,11 @@ def is_running(pid: int) -> bool:
     return fields is not None and fields[:1] not in ([b"Z"], [b"X"])
 
 
-def environ_values(var: bytes) -> dict[int, bytes]:
-    """Scan /proc once: pid → value of `var` for every readable process that has it."""
-    prefix = var + b"="
-    found: dict[int, bytes] = {}
+def environ_scan(variables: Collection[bytes]) -> dict[int, dict[bytes, bytes]]:
+    """Scan /proc once: pid → {variable: value} for every readable process (other than
+    this one) that has at least one of `variables` in its environment."""
+    prefixes = [(var, var + b"=") for var in variables]
+    found: dict[int, dict[bytes, bytes]] = {}
     try:
         entries = os.listdir("/proc")
     except OSError:
@@ -84,18 +108,25 @@ def environ_values(var: bytes) -> dict[int, bytes]:
     for entry in entries:
         if not entry.isdigit() or int(entry) == me:
             continue
-        try:
-            with open(f"/proc/{entry}/environ", "rb") as f:
-                environ = f.read()
-        except OSError:
+        environ = read_proc_file(f"/proc/{entry}/environ")
+        if environ is None:
             continue  # gone, or not ours to read
-        if prefix not in environ:
-            continue
-        for item in environ.split(b"\0"):
-            if item.startswith(prefix):
-                found[int(entry)] = item[len(prefix) :]
-                break
+        values: dict[bytes, bytes] = {}
+        for var, prefix in prefixes:
+            if prefix not in environ:
+                continue
+            for item in environ.split(b"\0"):
+                if item.startswith(prefix):
+                    values[var] = item[len(prefix) :]
+                    break
+        if values:
+            found[int(entry)] = values
     return found
+
+
+def environ_values(var: bytes) -> dict[int, bytes]:
+    """Scan /proc once: pid → value of `var` for every readable process that has it."""
+    return {pid: values[var] for pid, values in environ_scan((var,)).items()}
 
 
 def marked_pids(var: bytes, values: Collection[bytes]) -> list[int]:

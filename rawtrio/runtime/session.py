@@ -232,7 +232,10 @@ class Session:
                     await self._check_tool_definitions()
                     task_status.started()
                     started = True
-                    await self._close_requested.wait()
+                    try:
+                        await self._close_requested.wait()
+                    finally:
+                        await self._until_turn_ended()
                     with trio.move_on_after(CLEANUP_DEADLINE_S) as end_hooks:
                         end_hooks.shield = True
                         await self.run_hooks(
@@ -253,6 +256,20 @@ class Session:
                 await self.store.close_session(self.id)
             self.recorder.hub.close_all()
             self._finished.set()
+
+    async def _until_turn_ended(self) -> None:
+        """Before the jobs block ends what is left of the session's processes: the running
+        turn's own cleanup stops its calls and records its outcome. Only a `run` cancelled
+        from outside finds one here (a `task` child whose parent's turn was cancelled, the
+        runtime closing); `close` ends the turn before it asks `run` to finish. A sweep
+        beside the turn's stop would signal its calls' processes first, and the cut calls
+        would read as having finished on their own."""
+        turn = self._turn
+        if turn is None:
+            return
+        with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
+            cleanup.shield = True
+            await turn.done.wait()
 
     def _open_mcp(self) -> AbstractAsyncContextManager[McpServers | None]:
         """The session's MCP servers (None when the agent selected none)."""
@@ -359,6 +376,7 @@ class Session:
             await self.store.begin_turn(self.id, turn.id, client_request_id)
         except BaseException:
             self._turn = None  # nothing started: the session takes the next submit
+            turn.done.set()  # and nobody waits for it (`_until_turn_ended`)
             raise
         self._nursery.start_soon(self._turn_task, turn, name=f"turn {turn.id}")
         return turn.id

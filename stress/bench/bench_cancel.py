@@ -8,7 +8,8 @@ running), the benchmark notes the group id (the child of this process that leads
 group, read from /proc), takes `t0` and calls `session.cancel()`. The figure is the time
 from `t0` until both (a) the subscriber received `turn_ended` and (b) no process of the
 group is left in /proc except zombies that are no longer ours to reap (orphans re-parented
-to PID 1 or a subreaper, which the runtime cannot reap). Normally (b) already holds when
+to PID 1 or a subreaper, which the runtime cannot reap; `killpg(pgid, 0)` first, /proc is
+scanned only while that still finds a process). Normally (b) already holds when
 (a) happens, since the runtime reaps before it commits the outcome; runs where it did not
 are counted in the note.
 
@@ -187,6 +188,12 @@ def group_state(pgid: int) -> tuple[bool, int]:
     even as a zombie it is ours to reap). Zombies with another parent are orphans that
     PID 1 (or a subreaper) reaps, which the runtime cannot do.
     """
+    try:  # the usual case once the runtime is done: no process left in the group at all
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False, 0
+    except PermissionError:
+        pass
     alive, zombies = False, 0
     me = os.getpid()
     for entry in os.listdir("/proc"):

@@ -9,8 +9,11 @@ process group). Once the parent's subscriber has seen a `tool_output_delta` of b
 children (as `subagent_event`s), the benchmark notes the two groups (children of this
 process leading their own group, read from /proc), takes `t0` and cancels the parent's
 turn. The figure is the time from `t0` until the parent's `turn_ended` arrived and both
-groups were gone; the target is the single-session budget (docs/contracts.md, I4: 100 ms
-plus the grace of a process that ignores SIGTERM; these obey it).
+groups were gone (a group is gone once `killpg(pgid, 0)` finds no process in it; /proc
+is scanned only while it still finds one); the target is the single-session budget
+(docs/benchmarks.md: median 20 ms, p99 100 ms for tools that exit on SIGTERM, as these
+do). The CPU time this process spent over the same stretch (`time.process_time`) is
+reported too: on a loaded machine the wall time is mostly waiting for a core.
 
 Method, read-only calls: a read-only tool that sleeps 200 ms; the model asks for 8 calls
 of it in one reply. The figure is the wall time of the tool phase — from the first
@@ -95,12 +98,13 @@ async def run(options: Options) -> list[Figure]:
             open_runtime(MemoryStore()) as runtime,
         ):
             await one_cancel(runtime, server, Path(tmp))  # warm-up
-            cancels = [await one_cancel(runtime, server, Path(tmp)) for _ in range(runs)]
+            samples = [await one_cancel(runtime, server, Path(tmp)) for _ in range(runs)]
             one_by_one = [await tool_phase(runtime, server, Path(tmp), 1) for _ in range(runs)]
             side_by_side = [
                 await tool_phase(runtime, server, Path(tmp), CALLS) for _ in range(runs)
             ]
-    ms = [s * 1000 for s in cancels]
+    ms = [wall * 1000 for wall, _ in samples]
+    cpu_ms = [cpu * 1000 for _, cpu in samples]
     note = f"{len(ms)} runs, two children each running `sleep` in its own group"
     seq = median(one_by_one) * 1000
     par = median(side_by_side) * 1000
@@ -108,8 +112,9 @@ async def run(options: Options) -> list[Figure]:
     naps = f"{CALLS} read-only calls of 200 ms"
     faster = f"{seq / par:.1f}x faster than one after another"
     return [
-        Figure.against(f"{cancel} (median)", median(ms), "ms", 100, note),
+        Figure.against(f"{cancel} (median)", median(ms), "ms", 20, note),
         Figure.against(f"{cancel} (p99)", percentile(ms, 99), "ms", 100),
+        Figure.against(f"{cancel}, this process's CPU (median)", median(cpu_ms), "ms", None),
         Figure.against(f"{naps}, one after another (median)", seq, "ms", None),
         Figure.against(f"{naps}, side by side (median)", par, "ms", CALL_S * 1500, faster),
     ]
@@ -125,7 +130,9 @@ def _options(server: FakeModelServer, cwd: Path, parallel: int = CALLS) -> Sessi
     )
 
 
-async def one_cancel(runtime: Runtime, server: FakeModelServer, cwd: Path) -> float:
+async def one_cancel(runtime: Runtime, server: FakeModelServer, cwd: Path) -> tuple[float, float]:
+    """(wall seconds, CPU seconds of this process) from the cancel until the parent's
+    `turn_ended` arrived and both children's groups were gone."""
     session = await runtime.create_session(_options(server, cwd))
     try:
         with trio.fail_after(RUN_LIMIT_S), session.subscribe() as sub:
@@ -142,7 +149,7 @@ async def one_cancel(runtime: Runtime, server: FakeModelServer, cwd: Path) -> fl
             groups = tool_groups(os.getpid())
             if len(groups) != 2:
                 raise RuntimeError(f"expected the children's 2 process groups, found {groups}")
-            t0 = time.perf_counter()
+            t0, cpu0 = time.perf_counter(), time.process_time()
             session.cancel("benchmark cancel")
             ended: ev.TurnEnded | None = None
             async for event in sub:
@@ -153,7 +160,7 @@ async def one_cancel(runtime: Runtime, server: FakeModelServer, cwd: Path) -> fl
             while alive:  # polled: /proc is the only witness that a group is gone
                 alive = any(group_state(g)[0] for g in groups)
                 await trio.sleep(0 if not alive else 0.001)
-            took = time.perf_counter() - t0
+            took = time.perf_counter() - t0, time.process_time() - cpu0
     finally:
         await session.close()
     if ended is None or ended.outcome is not TurnOutcome.CANCELLED:

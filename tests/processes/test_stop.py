@@ -4,6 +4,9 @@ Real processes throughout."""
 
 from __future__ import annotations
 
+import os
+import signal
+from collections.abc import Collection
 from pathlib import Path
 
 import pytest
@@ -17,7 +20,10 @@ from rawtrio.processes import (
     child_environment,
     new_call_marker,
     open_process_group,
+    subreaper,
+    watchdog_process,
 )
+from rawtrio.processes.subreaper import process_state, reap_if_child
 from tests.processes.test_group import LIVENESS_S, gone
 
 GRACE = 0.2
@@ -88,3 +94,59 @@ async def test_leaving_the_block_stops_what_the_block_did_not(tmp_path: Path) ->
     assert group.stop_attempted
     assert group.sigterm_sent
     assert gone(group.pid)
+
+
+async def test_a_sweep_never_reaps_a_group_leader_whose_status_the_group_waits_for(
+    tmp_path: Path,
+) -> None:
+    # A session's sweep (`end_marked`) reaps by pid the marked processes it ended that are
+    # our children. A group's leader is one, but its exit status belongs to the group's
+    # trio Process: reaped by the sweep, the group would report "exit code 0" for a
+    # process that was killed.
+    with trio.fail_after(LIVENESS_S):
+        async with open_process_group(spec_for("exec sleep 30", tmp_path)) as group:
+            os.kill(group.pid, signal.SIGKILL)
+            # Polling: nothing signals "it is a zombie now" without reaping it.
+            while (process_state(group.pid) or ("Z",))[0] != "Z":  # noqa: ASYNC110
+                await trio.sleep(0.005)
+            reap_if_child([group.pid])
+            await group.proc.wait()
+    assert group.proc.returncode == -signal.SIGKILL
+
+
+async def test_tasks_that_look_for_marked_processes_together_share_one_scan(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A /proc scan reads every process's environment; the stops and sweeps of a cancelled
+    # parent's children ask at the same moment and share one, each still finding its own.
+    scans: list[float] = []
+    real_scan = watchdog_process.environ_scan
+
+    def counted(variables: Collection[bytes]) -> dict[int, dict[bytes, bytes]]:
+        scans.append(trio.current_time())
+        return real_scan(variables)
+
+    monkeypatch.setattr(subreaper, "environ_scan", counted)
+    with trio.fail_after(LIVENESS_S):
+        async with (
+            open_process_group(spec_for("exec sleep 60", tmp_path)) as a,
+            open_process_group(spec_for("exec sleep 60", tmp_path)) as b,
+        ):
+            found: dict[str, list[int]] = {}
+
+            async def look(marker: str) -> None:
+                found[marker] = await subreaper.find_marked(CALL_ENV_VAR, marker)
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(look, a.spec.marker)
+                nursery.start_soon(look, b.spec.marker)
+                nursery.start_soon(look, "nobody-has-this-marker")
+            assert len(scans) == 1
+            assert found == {
+                a.spec.marker: [a.pid],
+                b.spec.marker: [b.pid],
+                "nobody-has-this-marker": [],
+            }
+            # Asked once that scan had begun: a scan of its own, never an older answer.
+            assert await subreaper.find_marked(CALL_ENV_VAR, a.spec.marker) == [a.pid]
+            assert len(scans) == 2

@@ -8,8 +8,11 @@ import os
 from pathlib import Path
 from typing import Any
 
+import trio
+import trio.testing
+
 from rawtrio import events as ev
-from rawtrio.contracts import ToolStatus, TurnOutcome
+from rawtrio.contracts import CLEANUP_DEADLINE_S, ToolStatus, TurnOutcome
 from rawtrio.hooks import HookEvent, HookSpec
 from rawtrio.messages import ProviderKind, ToolResult, check_pairing
 from rawtrio.permissions.approval import ApprovalDecision
@@ -190,6 +193,93 @@ async def test_cancel_while_child_runs_a_process(wire: ProviderKind, tmp_path: P
         assert not _alive(pid)
         again = await session.run_turn("after")
         assert again.outcome is TurnOutcome.COMPLETED, again.reason
+
+
+async def test_cancelled_children_report_how_their_processes_were_stopped(
+    wire: ProviderKind, tmp_path: Path
+) -> None:
+    # Two children each run a command that dies on SIGTERM; cancelling the parent closes
+    # each child's session while its call is being stopped. Each cut call says it was
+    # stopped with SIGTERM and died of it (the session's sweep once reaped the leader
+    # first: "it had already finished (exit code 0)").
+    bash = {"name": "bash", "arguments": {"command": "echo started; exec sleep 60"}}
+    calls = [task("one", "child one"), task("two", "child two")]
+    sc = scenario(
+        ("child one", [{"tool_calls": [bash]}]),
+        ("child two", [{"tool_calls": [bash]}]),
+        parent_calls=calls,
+    )
+    for _ in range(3):
+        store = MemoryStore()
+        async with session_on(sc, wire, tmp_path, store=store) as (session, _, _):
+            with session.subscribe() as sub:
+                turn_id = await session.submit("go")
+                running: set[str] = set()
+                async for event in sub:
+                    if (
+                        isinstance(event, ev.SubagentEvent)
+                        and event.event["type"] == "tool_output_delta"
+                    ):
+                        running.add(event.child_session_id)
+                        if len(running) == 2:
+                            session.cancel("test cancel")
+                            break
+                ended = await session.wait_turn(turn_id)
+            assert ended.outcome is TurnOutcome.CANCELLED
+            children = await store.list_children(session.id)
+            assert len(children) == 2
+            for child in children:
+                context = await store.load_context(child.id)
+                (cut,) = [m for m in context if isinstance(m, ToolResult)]
+                assert cut.status is ToolStatus.CANCELLED
+                assert "stopped with SIGTERM; killed by signal SIGTERM (15)" in cut.content
+                assert (cut.details["signal"], cut.details["exit_code"]) == (15, None)
+
+
+class ChildBeginsSlowly(MemoryStore):
+    """Holds a child's `begin_turn` (shielded) until released, then lets a pending cancel
+    land in it: the child's `submit` fails while its session is already closing."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.parent_id = ""
+        self.entered = trio.Event()
+        self.release = trio.Event()
+
+    async def begin_turn(
+        self, session_id: str, turn_id: str, client_request_id: str | None
+    ) -> None:
+        if session_id != self.parent_id:
+            self.entered.set()
+            with trio.CancelScope(shield=True):
+                await self.release.wait()
+            await trio.lowlevel.checkpoint()
+        await super().begin_turn(session_id, turn_id, client_request_id)
+
+
+async def test_a_cancel_while_the_child_submits_its_turn_ends_the_parent_at_once(
+    wire: ProviderKind, tmp_path: Path
+) -> None:
+    # The parent's cancel reaches the child's session (closing: it waits for its running
+    # turn before sweeping) while the child's `submit` is still storing the turn's start;
+    # that submit then fails. The turn never ran, and nothing may wait for it: the parent
+    # once waited the whole cleanup deadline (10 s) for the child to close.
+    sc = scenario(("child one", [{"text": "never asked"}]))
+    store = ChildBeginsSlowly()
+    async with session_on(sc, wire, tmp_path, store=store) as (session, _, _):
+        store.parent_id = session.id
+        turn_id = await session.submit("go")
+        await store.entered.wait()
+        session.cancel("test cancel")
+        await trio.testing.wait_all_tasks_blocked()
+        store.release.set()
+        with trio.fail_after(CLEANUP_DEADLINE_S / 2):  # liveness: no cleanup deadline hit
+            ended = await session.wait_turn(turn_id)
+        assert ended.outcome is TurnOutcome.CANCELLED
+        results = [m for m in session.context if isinstance(m, ToolResult)]
+        assert [r.status for r in results] == [ToolStatus.CANCELLED]
+        assert "subagent 'look around' was cancelled" in results[0].content
+        assert check_pairing(session.context) == []
 
 
 async def test_cancel_while_child_streams(wire: ProviderKind, tmp_path: Path) -> None:
