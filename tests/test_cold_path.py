@@ -7,29 +7,23 @@ no pydantic validator (the files, when present, are still validated)."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import platformdirs
 import pytest
 
 from rawtrio.cli.flags import HelpFormatter
 from rawtrio.cli.main import build_parser
+from rawtrio.config.defaults import BuiltinAgent, BuiltinCompaction, BuiltinConfig, EnvRef
 from rawtrio.config.errors import ConfigFileError
 from rawtrio.config.loader import load_config
-from rawtrio.config.schema import (
-    AgentConfig,
-    CompactionConfig,
-    HostConfig,
-    RawtrioConfig,
-    ValueRef,
-    default_agent,
-    default_config,
-    env_ref,
-)
+from rawtrio.config.schema import AgentConfig, CompactionConfig, RawtrioConfig, ValueRef
 from rawtrio.config.user_path import user_config_dir
 
 #: Loaded with the SDK (or on first use), never by the entry path: the SDKs themselves,
@@ -123,12 +117,16 @@ sys.meta_path.insert(0, _SdkStop)
 
 #: Never loaded before the SDK by a local `rawtrio -p` without config files: the host's
 #: socket client (`--no-attach` looks for no host), the TOML parser (no file to parse),
-#: the "did you mean" of a config error.
+#: the "did you mean" of a config error, and pydantic with the config schema (nothing to
+#: validate: the built-in values are plain dataclasses, `rawtrio.config.defaults`).
 NOT_BEFORE_THE_SDK = (
     "rawtrio.host.client",
     "rawtrio.host.paths",
     "tomllib",
     "difflib",
+    "pydantic",
+    "pydantic_core",
+    "rawtrio.config.schema",
 )
 
 
@@ -170,29 +168,50 @@ def until_the_sdk_import(tmp_path: Path, *argv: str) -> dict[str, list[str]]:
 
 def test_a_local_headless_run_builds_no_config_model_before_the_sdk(tmp_path: Path) -> None:
     """The whole way of `rawtrio -p` to the provider SDK's import, in a real process: no
-    config model has a validator or serializer built (reading the `[compaction]` table
-    through `model_dump` built one), and nothing of `NOT_BEFORE_THE_SDK` is loaded."""
+    config model is even imported (pydantic neither), and nothing of `NOT_BEFORE_THE_SDK`
+    is loaded."""
     found = until_the_sdk_import(tmp_path, "--no-attach")
     assert found["built"] == []
-    assert "rawtrio.config.schema" in found["modules"]  # the defaults were read
+    assert "rawtrio.config.defaults" in found["modules"]  # the defaults were read
     loaded = [m for m in NOT_BEFORE_THE_SDK + NOT_ON_THE_ENTRY_PATH if m in found["modules"]]
     assert loaded == []
 
 
-def test_the_defaults_equal_what_validation_gives() -> None:
-    assert default_config() == RawtrioConfig.model_validate({})
-    assert default_config().model_dump() == RawtrioConfig.model_validate({}).model_dump()
-    assert default_agent() == AgentConfig()
-    assert default_agent().model_dump() == AgentConfig().model_dump()
-    assert default_agent().compaction == CompactionConfig()
-    assert default_config().host == HostConfig()
-    assert env_ref("ANTHROPIC_API_KEY") == ValueRef(env="ANTHROPIC_API_KEY")
+def _fields(value: Any) -> dict[str, object]:
+    """A model's or dataclass's field values, arrays as tuples (the built-in values are
+    immutable tuples where the schema has lists)."""
+    model_fields = getattr(type(value), "model_fields", None)
+    names = list(model_fields or (f.name for f in dataclasses.fields(value)))
+    out: dict[str, object] = {}
+    for name in names:
+        v = getattr(value, name)
+        if isinstance(v, list):
+            v = tuple(v)
+        elif hasattr(type(v), "model_fields") or dataclasses.is_dataclass(v):
+            v = _fields(v)
+        out[name] = v
+    return out
+
+
+def test_the_builtin_values_equal_what_validation_gives() -> None:
+    """Every field of the schema has its built-in twin, with the same default: the two
+    cannot drift apart."""
+    config = _fields(RawtrioConfig.model_validate({}))
+    del config["host"]  # read by `rawtrio.host.settings`, never by a session
+    assert _fields(BuiltinConfig()) == config
+    assert _fields(BuiltinAgent()) == _fields(AgentConfig.model_validate({}))
+    assert _fields(BuiltinCompaction()) == _fields(CompactionConfig.model_validate({}))
+    assert _fields(EnvRef("ANTHROPIC_API_KEY")) == _fields(ValueRef(env="ANTHROPIC_API_KEY"))
 
 
 def test_loading_no_files_gives_the_defaults() -> None:
     loaded = load_config(None, None)
-    assert loaded.config == RawtrioConfig.model_validate({})
-    assert loaded.agent("default") == AgentConfig()
+    config = _fields(RawtrioConfig.model_validate({}))
+    del config["host"]
+    assert _fields(loaded.config) == config
+    agent = loaded.agent("default")
+    assert agent is not None
+    assert _fields(agent) == _fields(AgentConfig.model_validate({}))
     assert loaded.layers == ()
 
 

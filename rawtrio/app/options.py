@@ -20,7 +20,7 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import trio
 
@@ -35,7 +35,6 @@ from rawtrio.config import (
 )
 from rawtrio.config.agents_md import NestedMemory, home_folder
 from rawtrio.config.resolve import API_KEY_ENV
-from rawtrio.config.schema import CompactionConfig, Prices
 from rawtrio.context.accounting import ModelPrices
 from rawtrio.context.compaction import CompactionSettings
 from rawtrio.errors import UsageError
@@ -58,6 +57,10 @@ from rawtrio.skills.tool import TOOL_ID as SKILL_TOOL_ID
 from rawtrio.tools.base import Tool, ToolSettings
 from rawtrio.tools.builtin import AVAILABLE_BUILTINS, builtin_registry
 from rawtrio.tools.task import reads_only
+
+if TYPE_CHECKING:
+    from rawtrio.config.defaults import BuiltinCompaction
+    from rawtrio.config.schema import CompactionConfig, Prices
 
 #: The tools a hook's `match` may name: the built-ins and the skill tool (MCP tools are
 #: checked against the configured servers).
@@ -226,7 +229,7 @@ def _task_reads_only(
     return judge
 
 
-def _compaction(config: CompactionConfig) -> CompactionSettings:
+def _compaction(config: CompactionConfig | BuiltinCompaction) -> CompactionSettings:
     """The `[compaction]` table as the runtime's settings: the same fields, read one by
     one (`model_dump` would build the model's serializer, some 10 % of a cold run's work
     before the provider SDK, for six plain values)."""

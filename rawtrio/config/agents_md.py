@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-from rawtrio.config.loader import folders_up_to_root, project_root
+from rawtrio.config.folders import folders_up_to_root, project_root
 from rawtrio.config.memory_imports import MAX_IMPORT_DEPTH, import_refs, resolve_ref
 from rawtrio.config.safe_read import UnsafeFileError, read_head
 

@@ -34,15 +34,18 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 from rawtrio.compat.claude_code import compile_matcher
 from rawtrio.compat.claude_permissions import Effect, Unmapped, map_entry
 from rawtrio.config.errors import ConfigFileError, problem
+from rawtrio.config.folders import folders_up_to_root, project_root
 from rawtrio.config.safe_read import MAX_CONFIG_BYTES, UnsafeFileError, read_bounded
-from rawtrio.config.schema import HookConfig, PermissionRuleConfig, WhenConfig
 from rawtrio.config.trust import TrustStore
 from rawtrio.hooks.spec import HookEvent
+
+if TYPE_CHECKING:
+    from rawtrio.config.schema import HookConfig, PermissionRuleConfig
 
 PROJECT_FILES: Final = (Path(".claude") / "settings.json", Path(".claude") / "settings.local.json")
 USER_DIR_ENV: Final = "CLAUDE_CONFIG_DIR"
@@ -87,8 +90,6 @@ class ClaudeSettings:
 
 def find_settings_files(cwd: Path, env: Mapping[str, str]) -> list[tuple[Kind, Path]]:
     """The settings files that exist, lowest precedence first."""
-    from rawtrio.config.loader import folders_up_to_root
-
     found: list[tuple[Kind, Path]] = []
     user = user_settings_dir(env) / "settings.json"
     if os.path.lexists(user):
@@ -123,8 +124,6 @@ def load_claude_settings(
     """Read the files found from `cwd`. ConfigFileError for a file that is not a JSON
     object; entries that cannot be mapped are notices, not errors (the file is Claude
     Code's, and valid there)."""
-    from rawtrio.config.loader import project_root
-
     reader = _Reader(cwd.resolve(), env)
     for kind, path in find_settings_files(cwd, env):
         within = None if kind == "user" else project_root(path.parent.parent)
@@ -293,6 +292,8 @@ class _Reader:
             timeout = DEFAULT_TIMEOUT_S
         if not file.trusted:
             return
+        from rawtrio.config.schema import HookConfig  # only for a hook found
+
         hook = HookConfig.model_construct(
             event=event,
             match=matcher or "*",
@@ -332,6 +333,8 @@ class _Reader:
                 except Unmapped as exc:
                     self._note(file, where, f"{entry!r} {exc}; not applied")
                     continue
+                from rawtrio.config.schema import PermissionRuleConfig, WhenConfig
+
                 for match, path, regex in mapped:
                     when = WhenConfig.model_construct(path=path, regex=regex) if path else None
                     rule = PermissionRuleConfig.model_construct(

@@ -12,12 +12,13 @@ import json
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, get_args, get_origin
-
-from pydantic import BaseModel, ValidationError
-from pydantic_core import ErrorDetails
+from typing import TYPE_CHECKING, Any, get_args, get_origin
 
 from rawtrio.errors import ConfigError
+
+if TYPE_CHECKING:  # pydantic loads only when a config file is validated
+    from pydantic import BaseModel, ValidationError
+    from pydantic_core import ErrorDetails
 
 Loc = tuple[str | int, ...]
 
@@ -158,6 +159,8 @@ def _expected(kind: str, ctx: dict[str, Any], msg: str) -> str:
 
 def _known_keys(model: type[BaseModel], loc: Loc) -> list[str]:
     """The field names of the table at `loc` (best effort, for "did you mean")."""
+    from pydantic import BaseModel
+
     current = _strip_optional(_type_at(model, loc))
     if isinstance(current, type) and issubclass(current, BaseModel):
         return list(current.model_fields)
@@ -166,6 +169,8 @@ def _known_keys(model: type[BaseModel], loc: Loc) -> list[str]:
 
 def _type_at(model: type[BaseModel], loc: Loc) -> Any:
     """The annotation of the value at `loc` (None when the walk gets lost)."""
+    from pydantic import BaseModel
+
     current: Any = model
     for part in loc:
         current = _strip_optional(current)

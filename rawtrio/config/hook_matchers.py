@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from rawtrio.compat.claude_code import rawtrio_tool_id
 from rawtrio.config.errors import ConfigFileError, ConfigProblem
-from rawtrio.config.schema import HookConfig, McpServerConfig
+
+if TYPE_CHECKING:
+    from rawtrio.config.schema import HookConfig, McpServerConfig
 
 #: The events whose `match` compares tool ids.
 TOOL_EVENTS: Final = frozenset(

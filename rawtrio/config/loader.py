@@ -23,6 +23,7 @@ whole can tell (a required key no file set, cross-references between files).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import os
 from collections.abc import Callable, Iterator, Mapping
@@ -30,34 +31,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
-from pydantic import ValidationError
-
-from rawtrio.config.errors import (
-    ConfigFileError,
-    ConfigProblem,
-    Loc,
-    from_error_details,
-    from_validation_error,
-    key_path,
-    problem,
-)
+from rawtrio.config.defaults import BUILTIN_AGENT, BuiltinAgent, BuiltinConfig
+from rawtrio.config.errors import ConfigFileError, ConfigProblem, Loc, key_path, problem
+from rawtrio.config.folders import folders_up_to_root as folders_up_to_root
+from rawtrio.config.folders import project_root as project_root
+from rawtrio.config.folders import repo_root as repo_root
 from rawtrio.config.safe_read import MAX_CONFIG_BYTES, UnsafeFileError, read_bounded
-from rawtrio.config.schema import (
-    AgentConfig,
-    RawtrioConfig,
-    ValueRef,
-    default_agent,
-    default_config,
-)
 from rawtrio.config.toml_file import TomlProblem, parse_toml
 from rawtrio.config.trust import ProjectTrust, TrustStore
 from rawtrio.config.user_path import user_config_path as user_config_path
 
 if TYPE_CHECKING:
     from rawtrio.config.claude_settings import ClaudeSettings
+    from rawtrio.config.schema import AgentConfig, McpServerConfig, RawtrioConfig, ValueRef
 
 PROJECT_FILE: Final = Path(".rawtrio") / "config.toml"
-BUILTIN_AGENT: Final = "default"
 #: Tables and arrays nested deeper than this are refused (a real config nests about 5 deep;
 #: thousands of levels would exhaust the recursion limit of the parser and the validator).
 #: Problems that another file may fix, so they are only reported for the merged result.
@@ -82,7 +70,9 @@ class ConfigLayer:
 
 @dataclass(frozen=True, slots=True)
 class LoadedConfig:
-    config: RawtrioConfig
+    #: The validated files, merged; the built-in values when no file was applied (then
+    #: nothing was validated and the schema's models were not even imported).
+    config: RawtrioConfig | BuiltinConfig
     #: The files that were applied, lowest precedence first.
     layers: tuple[ConfigLayer, ...]
     project_file: Path | None = None
@@ -95,39 +85,23 @@ class LoadedConfig:
     #: `resolve_session_config` (rawtrio.config.claude_settings).
     claude: ClaudeSettings | None = None
 
-    def agent(self, name: str) -> AgentConfig | None:
+    def with_mcp_servers(self, servers: Mapping[str, McpServerConfig]) -> LoadedConfig:
+        """This configuration with `servers` added to its `[mcp_servers]` (a project's
+        `.mcp.json`)."""
+        merged = {**self.config.mcp_servers, **servers}
+        if isinstance(self.config, BuiltinConfig):
+            config: RawtrioConfig | BuiltinConfig = dataclasses.replace(
+                self.config, mcp_servers=merged
+            )
+        else:
+            config = self.config.model_copy(update={"mcp_servers": merged})
+        return dataclasses.replace(self, config=config)
+
+    def agent(self, name: str) -> AgentConfig | BuiltinAgent | None:
         found = self.config.agents.get(name)
         if found is None and name == BUILTIN_AGENT:
-            return default_agent()
+            return BuiltinAgent()
         return found
-
-
-def repo_root(cwd: Path) -> Path | None:
-    """The nearest folder at or above `cwd` holding `.git` (a folder or a worktree file)."""
-    for folder in (cwd, *cwd.parents):
-        if (folder / ".git").exists():
-            return folder
-    return None
-
-
-def project_root(folder: Path) -> Path:
-    """The project a folder belongs to: its repository root, else the folder itself.
-    Files the project provides (AGENTS.md, its config, prompt files, skills) are read only
-    from inside it."""
-    folder = folder.resolve()
-    return repo_root(folder) or folder
-
-
-def folders_up_to_root(cwd: Path) -> list[Path]:
-    """`cwd` and its parents up to the repository root; just `cwd` outside a repository."""
-    cwd = cwd.resolve()
-    root = repo_root(cwd)
-    if root is None:
-        return [cwd]
-    out = [cwd]
-    while out[-1] != root:
-        out.append(out[-1].parent)
-    return out
 
 
 def find_project_config(cwd: Path) -> Path | None:
@@ -191,16 +165,8 @@ def load_config(
     for layer in layers:
         merged = merge(merged, layer.data)
         notices.extend(layer.notices)
-    if not layers:  # nothing to validate: no validator is built (docs/benchmarks.md)
-        config = default_config()
-    else:
-        try:
-            config = RawtrioConfig.model_validate(merged)
-        except ValidationError as e:
-            raise from_validation_error(e, RawtrioConfig, _source_finder(layers)) from None
-    problems = list(_cross_references(config, _source_finder(layers)))
-    if problems:
-        raise ConfigFileError(problems)
+    # Without files nothing is validated: pydantic is not even imported (docs/benchmarks.md).
+    config = _validate_merged(merged, layers) if layers else BuiltinConfig()
     return LoadedConfig(
         config=config,
         layers=tuple(layers),
@@ -209,6 +175,23 @@ def load_config(
         notices=tuple(notices),
         rule_origins=_rule_origins(layers),
     )
+
+
+def _validate_merged(merged: dict[str, Any], layers: list[ConfigLayer]) -> RawtrioConfig:
+    """The merged files against the schema, then the cross-references between them."""
+    from pydantic import ValidationError
+
+    from rawtrio.config.errors import from_validation_error
+    from rawtrio.config.schema import RawtrioConfig
+
+    try:
+        config = RawtrioConfig.model_validate(merged)
+    except ValidationError as e:
+        raise from_validation_error(e, RawtrioConfig, _source_finder(layers)) from None
+    problems = list(_cross_references(config, _source_finder(layers)))
+    if problems:
+        raise ConfigFileError(problems)
+    return config
 
 
 def read_layer(
@@ -222,6 +205,11 @@ def read_layer(
         del raw["host"]
         notices = (*notices, f"{path}: [host] is read from the user config file only; ignored")
     data = _absolutize(raw, path.parent)
+    from pydantic import ValidationError
+
+    from rawtrio.config.errors import from_error_details
+    from rawtrio.config.schema import RawtrioConfig
+
     try:
         RawtrioConfig.model_validate(data)
     except ValidationError as e:

@@ -38,10 +38,16 @@ from typing import TYPE_CHECKING, Any, Final, get_args
 
 from rawtrio.config.agents_md import AgentsFiles, find_agents_files
 from rawtrio.config.claude_settings import ClaudeSettings, load_claude_settings
+from rawtrio.config.defaults import (
+    BUILTIN_AGENT,
+    BuiltinCompaction,
+    EnvRef,
+    PermissionModeName,
+    ProviderName,
+)
 from rawtrio.config.errors import ConfigFileError, key_path, problem
 from rawtrio.config.hook_matchers import check_hook_matchers
 from rawtrio.config.loader import (
-    BUILTIN_AGENT,
     LoadedConfig,
     find_project_config,
     load_config,
@@ -49,19 +55,6 @@ from rawtrio.config.loader import (
     user_config_path,
 )
 from rawtrio.config.safe_read import MAX_PROMPT_BYTES, UnsafeFileError, read_bounded
-from rawtrio.config.schema import (
-    CompactionConfig,
-    HookConfig,
-    McpServerConfig,
-    ModelConfig,
-    PermissionModeName,
-    PermissionRuleConfig,
-    Prices,
-    ProviderName,
-    ValueRef,
-    VariableConfig,
-    env_ref,
-)
 from rawtrio.config.trust import TrustStore
 from rawtrio.config.variables import VariableError, VariableResolver
 from rawtrio.contracts import (
@@ -72,6 +65,16 @@ from rawtrio.contracts import (
 from rawtrio.errors import NoCredentials
 
 if TYPE_CHECKING:
+    from rawtrio.config.schema import (
+        CompactionConfig,
+        HookConfig,
+        McpServerConfig,
+        ModelConfig,
+        PermissionRuleConfig,
+        Prices,
+        ValueRef,
+        VariableConfig,
+    )
     from rawtrio.providers.base import ProviderSettings
 
 ENV_AGENT: Final = "RAWTRIO_AGENT"
@@ -160,7 +163,7 @@ class ResolvedModel:
     model_id: str
     base_url: str | None
     #: Where the key comes from; `{env = "<provider's usual variable>"}` when not configured.
-    api_key: ValueRef
+    api_key: ValueRef | EnvRef
     context_window: int | None = None
     max_output_tokens: int = 8192
     prices: Prices | None = None
@@ -188,7 +191,7 @@ class ResolvedAgent:
     max_retries: int
     retry_budget_s: float
     confine_paths: bool
-    compaction: CompactionConfig
+    compaction: CompactionConfig | BuiltinCompaction
     sigterm_grace_s: float
     hooks: tuple[HookConfig, ...]
     skills: tuple[str, ...]
@@ -522,7 +525,7 @@ def _resolve_model(
         provider=provider,
         model_id=model_id,
         base_url=base_url,
-        api_key=env_ref(API_KEY_ENV[provider]),
+        api_key=EnvRef(API_KEY_ENV[provider]),
         note=note,
     )
 
@@ -533,7 +536,7 @@ def _configured_model(name: str, mc: ModelConfig) -> ResolvedModel:
         provider=mc.provider,
         model_id=mc.model_id,
         base_url=mc.base_url,
-        api_key=mc.api_key or env_ref(API_KEY_ENV[mc.provider]),
+        api_key=mc.api_key or EnvRef(API_KEY_ENV[mc.provider]),
         context_window=mc.context_window,
         max_output_tokens=mc.max_output_tokens,
         prices=mc.prices,

@@ -19,8 +19,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-ProviderName = Literal["anthropic", "openai-chat", "openai-responses"]
-PermissionModeName = Literal["default", "accept-edits", "plan", "bypass"]
+from rawtrio.config.defaults import PermissionModeName as PermissionModeName
+from rawtrio.config.defaults import ProviderName as ProviderName
+
 Effect = Literal["allow", "ask", "deny"]
 #: The hook events (Claude Code's names, plus rawtrio's `Interrupt`); docs/hooks.md.
 HookEvent = Literal[
@@ -79,8 +80,8 @@ Command = Annotated[
 class _Strict(BaseModel):
     # TOML has `nan` and `inf`: no timeout, grace or price may be either.
     # `defer_build`: a model's validator is built when it first validates, i.e. when a
-    # config file exists; a run without one uses `defaults()` and never builds any (the
-    # headless path's budget in docs/benchmarks.md).
+    # config file exists (a run without one uses `rawtrio.config.defaults` and does not
+    # import this module at all; the headless path's budget in docs/benchmarks.md).
     model_config = ConfigDict(
         extra="forbid", strict=True, frozen=True, allow_inf_nan=False, defer_build=True
     )
@@ -316,20 +317,3 @@ class RawtrioConfig(_Strict):
     skill_dirs: list[NonEmptyStr] = Field(default_factory=list)
     #: The warm host (user file only; ignored with a notice in a project file).
     host: HostConfig = Field(default_factory=HostConfig)
-
-
-def default_config() -> RawtrioConfig:
-    """The configuration when no file sets anything: equal to
-    `RawtrioConfig.model_validate({})`, built without validation (defaults are not
-    validated anyway), so no validator is built for a run without config files."""
-    return RawtrioConfig.model_construct(host=HostConfig.model_construct())
-
-
-def default_agent() -> AgentConfig:
-    """The built-in agent: equal to `AgentConfig()`, built without validation."""
-    return AgentConfig.model_construct(compaction=CompactionConfig.model_construct())
-
-
-def env_ref(name: str) -> ValueRef:
-    """`{env = NAME}`: equal to `ValueRef(env=name)`, built without validation."""
-    return ValueRef.model_construct(env=name)

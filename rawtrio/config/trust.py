@@ -22,8 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
 
-import platformdirs
-
 from rawtrio.config.errors import ConfigFileError, problem
 from rawtrio.config.safe_read import MAX_CONFIG_BYTES, read_bounded
 from rawtrio.private_files import write_private
@@ -34,7 +32,11 @@ _VERSION: Final = 1
 
 def state_dir(env: Mapping[str, str]) -> Path:
     explicit = env.get(STATE_DIR_ENV)
-    return Path(explicit) if explicit else platformdirs.user_state_path("rawtrio")
+    if explicit:
+        return Path(explicit)
+    import platformdirs  # only without RAWTRIO_STATE_DIR
+
+    return platformdirs.user_state_path("rawtrio")
 
 
 def file_digest(path: Path) -> str:

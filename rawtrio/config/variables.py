@@ -23,15 +23,18 @@ import signal
 import subprocess
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 import trio
 
 from rawtrio.config.safe_read import MAX_VARIABLE_FILE_BYTES, UnsafeFileError, read_bounded
-from rawtrio.config.schema import ValueRef, VariableConfig
 from rawtrio.contracts import DEFAULT_SIGTERM_GRACE_S
 from rawtrio.errors import ConfigError
 from rawtrio.redaction import Redactor
+
+if TYPE_CHECKING:
+    from rawtrio.config.defaults import EnvRef
+    from rawtrio.config.schema import ValueRef, VariableConfig
 
 #: Shorter secrets are not redacted: replacing "ab" everywhere would wreck every text.
 _EXCERPT: Final = 60
@@ -90,7 +93,9 @@ class VariableResolver:
             self.redactor.add(name, value)
         return value
 
-    async def value_of(self, ref: ValueRef, *, secret: bool = False, label: str = "") -> str:
+    async def value_of(
+        self, ref: ValueRef | EnvRef, *, secret: bool = False, label: str = ""
+    ) -> str:
         """Resolve a config value: literal, `{var = ...}` or `{env = ...}`."""
         if ref.var is not None:
             return await self.get(ref.var, secret=secret)

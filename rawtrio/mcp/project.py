@@ -24,15 +24,17 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from rawtrio.config.errors import ConfigFileError, problem
 from rawtrio.config.loader import project_root
 from rawtrio.config.resolve import ResolvedAgent
 from rawtrio.config.safe_read import MAX_CONFIG_BYTES, UnsafeFileError, read_bounded
-from rawtrio.config.schema import McpServerConfig
 from rawtrio.config.trust import TrustStore
 from rawtrio.mcp.importer import McpImportError, import_servers
+
+if TYPE_CHECKING:
+    from rawtrio.config.schema import McpServerConfig
 
 MCP_JSON: Final = ".mcp.json"
 
@@ -103,6 +105,8 @@ def project_mcp(
                 "config; rawtrio's is used"
             )
             continue
+        from rawtrio.config.schema import McpServerConfig  # pydantic: only for a server found
+
         servers[name] = McpServerConfig.model_validate(table)
     return ProjectMcp(file, servers, defined, True, tuple(notices))
 
@@ -113,8 +117,6 @@ def with_project_servers(resolved: ResolvedAgent, project: ProjectMcp) -> Resolv
     `mcp test` see them too)."""
     if not project.servers:
         return resolved
-    config = resolved.loaded.config
-    merged = config.model_copy(update={"mcp_servers": {**config.mcp_servers, **project.servers}})
-    loaded = dataclasses.replace(resolved.loaded, config=merged)
+    loaded = resolved.loaded.with_mcp_servers(project.servers)
     servers = {**resolved.mcp_servers, **project.servers}
     return dataclasses.replace(resolved, loaded=loaded, mcp_servers=servers)

@@ -31,10 +31,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Final
 
-import platformdirs
-
-from rawtrio.config.loader import folders_up_to_root, project_root
+from rawtrio.config.folders import folders_up_to_root, project_root
 from rawtrio.config.safe_read import UnsafeFileError, read_bounded
+from rawtrio.config.user_path import user_config_dir
 from rawtrio.skills.frontmatter import FrontmatterError, Value, parse_frontmatter, split_frontmatter
 
 SKILL_FILE: Final = "SKILL.md"
@@ -85,7 +84,7 @@ def skill_roots(
     when None)."""
     root = project_root(cwd)
     upward = folders_up_to_root(cwd)
-    user = platformdirs.user_config_path("rawtrio") / "skills"
+    user = user_config_dir() / "skills"
     roots: list[Path] = [user, *(folder / ".rawtrio" / "skills" for folder in upward)]
     warnings: list[str] = []
     for entry in skill_dirs:
