@@ -14,6 +14,12 @@ The interface the runtime uses is three calls, nothing else:
   whose before and after agree are left out. The record is written after its blobs
   (rawtrio.checkpoints.store), then the project's size cap is applied.
 
+Background jobs (`bash` with `background: true`) keep changing files after their call
+returned. The snapshot taken before such a call is compared again at the turn's end, so
+what the job changed during the turn is captured. What a job changes after the turn ended
+is not: when a change set is recorded while jobs of the session still run (`jobs`, set by
+the session), a `not_captured` entry names them, and the turn-end notice shows it.
+
 Blocking work (reading files, walking the tree) runs in worker threads; the tree walk
 stops when its caller is cancelled (before a call starts, that means the call never runs).
 """
@@ -22,10 +28,10 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
@@ -33,6 +39,9 @@ from rawtrio.checkpoints.model import CapturedBy, ChangeSet, FileChange, NotCapt
 from rawtrio.checkpoints.restore import Outcome, redo, undo
 from rawtrio.checkpoints.store import CheckpointStore, now
 from rawtrio.checkpoints.tree import Budget, Seen, Snapshot, read_version, snapshot
+
+if TYPE_CHECKING:
+    from rawtrio.tools.background import BackgroundJobs
 
 #: Tools that change exactly the file named by their `path` argument.
 FILE_TOOLS: Final = frozenset({"write_file", "edit_file"})
@@ -62,6 +71,11 @@ class TurnState:
     notes: list[str] = field(default_factory=list)
     #: The snapshot taken before the call now running, when it is compared by scan.
     open_scan: Snapshot | None = None
+    #: The snapshot before the turn's first call that started a background job: compared
+    #: again at the turn's end (what the job changed meanwhile).
+    job_scan: Snapshot | None = None
+    #: The commands of the background jobs the turn started.
+    jobs_started: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +95,8 @@ class TurnCheckpoints:
         self._turn: TurnState | None = None
         #: Snapshot cache across the session's turns (files unchanged are not read again).
         self._cache: dict[str, Seen] = {}
+        #: The session's background jobs, for the turn-end note (None: no session's).
+        self.jobs: Callable[[], BackgroundJobs | None] | None = None
 
     def _state(self, turn_id: str) -> TurnState:
         if self._turn is None or self._turn.turn_id != turn_id:
@@ -109,6 +125,10 @@ class TurnCheckpoints:
                     await trio.to_thread.run_sync(self._keep_file, state, raw)
                 return
             state.open_scan = await trio.to_thread.run_sync(self._snapshot, state)
+            if tool_id == "bash" and args.get("background"):
+                state.jobs_started.append(str(args.get("command", ""))[:80])
+                if state.job_scan is None:
+                    state.job_scan = state.open_scan
         except OSError as exc:  # the store is unwritable: the call still runs, and it is said
             state.notes.append(f"a snapshot before {tool_id} failed: {exc}")
 
@@ -127,7 +147,21 @@ class TurnCheckpoints:
         if state is None or state.turn_id != turn_id:
             return None
         self._turn = None
+        running = self._running_jobs()
+        if running or state.jobs_started:
+            shown = running or [f"started by `{c}`" for c in state.jobs_started]
+            state.notes.append(
+                "background job(s) may still be changing files ("
+                + "; ".join(shown)
+                + "): what they change after this turn ended is not captured"
+            )
         return await trio.to_thread.run_sync(self._finish, state, prompt, cancelled)
+
+    def _running_jobs(self) -> list[str]:
+        jobs = self.jobs() if self.jobs is not None else None
+        if jobs is None:
+            return []
+        return [f"{j.id}: `{j.command[:80]}`" for j in jobs.jobs() if j.running]
 
     async def undo(self, number: int | None = None, *, force: bool = False) -> Outcome:
         """Undo this session's last applied change set (or checkpoint `number`); between
@@ -166,14 +200,20 @@ class TurnCheckpoints:
         state.before[rel] = Before(version, "tool", reason)
 
     def _snapshot(self, state: TurnState) -> Snapshot:
+        """The tree now, every new blob durable together at the end (objects.batch)."""
         self.store.ensure()
-        return snapshot(self.cwd, self.store.objects, self.store.limits, state.budget, self._cache)
+        objects = self.store.objects
+        with objects.batch():
+            return snapshot(self.cwd, objects, self.store.limits, state.budget, self._cache)
 
-    def _compare(self, state: TurnState) -> None:
-        old = state.open_scan
+    def _compare(self, state: TurnState, old: Snapshot | None = None) -> None:
+        """Compare the tree with the snapshot before the open call (or with `old`)."""
+        open_call = old is None
+        old = state.open_scan if old is None else old
         assert old is not None
         new = self._snapshot(state)
-        state.open_scan = None
+        if open_call:
+            state.open_scan = None
         if old.truncated or new.truncated:
             note = (
                 f"the project has more than {self.store.limits.max_files} files: changes "
@@ -196,6 +236,20 @@ class TurnCheckpoints:
     def _finish(self, state: TurnState, prompt: str, cancelled: bool) -> TurnChanges | None:
         if state.open_scan is not None:  # a call the cancellation cut
             self._compare(state)
+        if state.job_scan is not None:  # what background jobs changed during the turn
+            self._compare(state, state.job_scan)
+        store = self.store
+        with store.objects.batch():  # the "after" blobs: durable before the record names them
+            cs = self._change_set(state, prompt, cancelled)
+        if cs is None:
+            return None
+        store.record(cs)
+        dropped = store.enforce_cap()
+        if dropped is not None:
+            self._cache.clear()
+        return TurnChanges(cs, dropped.notice(store.limits.project_cap_bytes) if dropped else None)
+
+    def _change_set(self, state: TurnState, prompt: str, cancelled: bool) -> ChangeSet | None:
         store, objects = self.store, self.store.objects
         after_budget = Budget(store.limits.max_turn_bytes)
         files: list[FileChange] = []
@@ -227,7 +281,7 @@ class TurnCheckpoints:
         missed += [NotCaptured("*", note) for note in state.notes]
         if not files and not missed:
             return None
-        cs = ChangeSet(
+        return ChangeSet(
             session_id=self.session_id,
             turn_id=state.turn_id,
             number=store.next_number(self.session_id),
@@ -240,11 +294,6 @@ class TurnCheckpoints:
             cancelled=cancelled,
             notes=tuple(state.notes),
         )
-        store.record(cs)
-        dropped = store.enforce_cap()
-        if dropped is not None:
-            self._cache.clear()
-        return TurnChanges(cs, dropped.notice(store.limits.project_cap_bytes) if dropped else None)
 
 
 def objects_get(store: CheckpointStore, v: Version | None) -> bytes | None:
