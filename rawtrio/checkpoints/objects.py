@@ -145,6 +145,9 @@ class ObjectStore:
         #: Blobs written in the open batch, not yet durable nor named: id → temporary.
         self._pending: dict[str, Path] | None = None
         self._pending_bytes = 0
+        #: Folders made private already by this store (`private_dir` once each, not once
+        #: per blob: it was most of a cold snapshot's CPU time).
+        self._ready: set[Path] = set()
 
     def path(self, blob: str) -> Path:
         return self.root / blob[:2] / blob[2:]
@@ -205,9 +208,15 @@ class ObjectStore:
         pending = self._pending
         if pending is not None and blob in pending:
             return blob
-        private_dir(target.parent)
+        if target.parent not in self._ready:
+            private_dir(target.parent)
+            self._ready.add(target.parent)
         tmp = target.parent / tmp_name()
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        try:
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        except FileNotFoundError:  # the store was removed meanwhile: make it again
+            private_dir(target.parent)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -154,3 +155,14 @@ async def test_an_undo_or_redo_killed_midway_is_completed_by_the_next_one(
     [cs] = CheckpointStore(root, project).change_sets("s1")
     assert cs.pending is None
     assert cs.state == ("undone" if then == "undo" else "applied")
+
+
+def test_a_store_removed_under_a_running_session_is_made_again(tmp_path: Path) -> None:
+    objects = ObjectStore(tmp_path / "objects")
+    first = objects.put(b"one")
+    shutil.rmtree(tmp_path / "objects")
+    with objects.batch():
+        objects.put(b"one")
+        again = objects.put(b"two")
+    assert objects.get(first) == b"one"
+    assert objects.get(again) == b"two"
