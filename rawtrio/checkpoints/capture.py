@@ -76,6 +76,9 @@ class TurnState:
     job_scan: Snapshot | None = None
     #: The commands of the background jobs the turn started.
     jobs_started: list[str] = field(default_factory=list)
+    #: Said when jobs still run at the turn's end: with the turn's change set, if it has
+    #: one (a turn that changed nothing and started no job records nothing for it).
+    jobs_note: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,10 +150,12 @@ class TurnCheckpoints:
         if state is None or state.turn_id != turn_id:
             return None
         self._turn = None
-        running = self._running_jobs()
-        if running or state.jobs_started:
-            shown = running or [f"started by `{c}`" for c in state.jobs_started]
-            state.notes.append(
+        if self.jobs is not None:  # a session's: the jobs that still run
+            shown = self._running_jobs()
+        else:  # no session to ask: the jobs this turn started
+            shown = [f"started by `{c}`" for c in state.jobs_started]
+        if shown:
+            state.jobs_note = (
                 "background job(s) may still be changing files ("
                 + "; ".join(shown)
                 + "): what they change after this turn ended is not captured"
@@ -279,6 +284,8 @@ class TurnCheckpoints:
             files.append(FileChange(rel, b.version, after, b.captured_by, added, removed))
         new_dirs = tuple(sorted(d for d in state.new_dirs if self.abs(d).is_dir()))
         missed += [NotCaptured("*", note) for note in state.notes]
+        if state.jobs_note is not None and (files or missed or state.jobs_started):
+            missed.append(NotCaptured("*", state.jobs_note))
         if not files and not missed:
             return None
         return ChangeSet(

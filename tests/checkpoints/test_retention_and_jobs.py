@@ -14,6 +14,8 @@ from rawtrio.checkpoints.restore import undo
 from rawtrio.checkpoints.store import CheckpointStore
 from rawtrio.runtime.runtime import open_runtime
 from rawtrio.store.memory import MemoryStore
+from rawtrio.tools.background import open_background_jobs
+from rawtrio.tools.base import ToolSettings
 from tests.checkpoints.helpers import call, picture
 from tests.conftest import session_on
 
@@ -97,3 +99,25 @@ async def test_a_background_job_is_captured_during_its_turn_and_named_after_it(
     out = undo(CheckpointStore(state, project), s.id)
     assert out.applied
     assert picture(project) == original
+
+
+async def test_jobs_of_earlier_turns_are_named_while_they_run_and_no_longer_after(
+    tmp_path: Path,
+) -> None:
+    project = tmp_path / "p"
+    project.mkdir()
+    store = CheckpointStore(tmp_path / "cp", project)
+    cp = TurnCheckpoints(store, "s")
+    settings = ToolSettings(sigterm_grace_s=0.2)
+    async with open_background_jobs("s", settings) as jobs:
+        job = await jobs.start(["sh", "-c", "sleep 30"], command="sleep 30", cwd=project)
+        cp.jobs = lambda: jobs
+        await bash_turn(cp, "t1", "echo a > a.txt", project)
+        await bash_turn(cp, "t2", "true", project)  # nothing changed: nothing recorded
+        await jobs.stop(job)
+        await bash_turn(cp, "t3", "echo b > b.txt", project)
+    first, last = store.change_sets("s")
+    assert (first.turn_id, last.turn_id) == ("t1", "t3")
+    [note] = first.not_captured
+    assert note.reason.startswith("background job(s) may still be changing files (job-1: `sleep")
+    assert last.not_captured == ()
