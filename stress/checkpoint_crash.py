@@ -10,7 +10,7 @@ turn, an undo and a redo of it. It prints each phase as it enters it (`phase sna
 and, before the change, the paths it is about to touch.
 
 The parent aims each SIGKILL at a phase, in turn: it waits for the child to enter it, then
-kills it after a random part of that phase's longest duration seen so far — so kills land
+kills it at a random point of a duration that phase took before — so kills land
 inside blob writes, tree walks, change-set writes and restores. The phase the child was
 in when killed is the last one it printed. A "generation" (a fresh store over a fresh
 project of `--files` files, whose first snapshot writes every blob) lasts a few kills;
@@ -242,11 +242,15 @@ class Child:
                 touched = set()
         return touched
 
-    def durations(self) -> dict[str, float]:
-        out: dict[str, float] = {}
+    def durations(self) -> dict[str, list[float]]:
+        """How long each phase took, by name; the child's first snapshot (an empty cache:
+        every file read, missing blobs written) apart from later ones, since a kill aimed
+        at "snapshot" lands in a child's first."""
+        out: dict[str, list[float]] = {}
         phase_lines = [(t, line.split()[1]) for t, line in self.seen if line.startswith("phase ")]
-        for (t0, name), (t1, _next) in itertools.pairwise(phase_lines):
-            out[name] = max(out.get(name, 0.0), t1 - t0)
+        for i, ((t0, name), (t1, _next)) in enumerate(itertools.pairwise(phase_lines)):
+            key = name if name != "snapshot" or i == 0 else "later snapshot"
+            out.setdefault(key, []).append(t1 - t0)
         return out
 
 
@@ -364,7 +368,7 @@ def run_once(
     gen: Generation,
     rng: random.Random,
     aim: str,
-    estimates: dict[str, float],
+    estimates: dict[str, list[float]],
     report: Report,
     label: str,
 ) -> None:
@@ -372,15 +376,15 @@ def run_once(
     child = Child(root, project, f"{rng.random()}")
     try:
         reached = child.wait_for(f"phase {aim}", time.monotonic() + REACH_TIMEOUT_S)
-        if reached:
-            time.sleep(rng.uniform(0.0, estimates.get(aim, 0.05)))
+        if reached:  # a random point of a duration this phase took before
+            time.sleep(rng.uniform(0.0, rng.choice(estimates.get(aim) or [0.05])))
     finally:
         child.kill()
     report.kills += 1
     gen.kills += 1
     report.during[child.phase()] += 1
-    for name, d in child.durations().items():
-        estimates[name] = max(estimates.get(name, 0.0), d)
+    for name, seen in child.durations().items():
+        estimates[name] = (estimates.get(name, []) + seen)[-20:]
     if child.proc.returncode != -signal.SIGKILL:
         report.violations.append(f"{label}: the child ended by itself ({child.proc.returncode})")
     store = CheckpointStore(root, project)
@@ -419,7 +423,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     print(f"checkpoint-crash: seed {seed}", flush=True)
     report = Report()
-    estimates: dict[str, float] = {}
+    estimates: dict[str, list[float]] = {}
     end = time.monotonic() + budget if budget is not None else None
     with tempfile.TemporaryDirectory(prefix="ckpt-crash-") as tmp:
         gen_n = 0
