@@ -1,11 +1,14 @@
 """`python -m stress.crash`: SIGKILL a real rawtrio process mid-turn, reopen, check I1, I6, I7.
 
 Each run is a fresh temporary directory with a SQLite store. A child process
-(`stress.crash_child`) creates a session and runs two turns with `bash` calls through the
+(`stress.crash_child`) creates a session and runs the turns of a scenario through the
 real runtime and SDK against this process's fake model server, saying on stdout what it
-has made durable. After a seeded random delay from its `ready` line the parent sends it
-SIGKILL, checks that no process of the session still runs 2 s after the kill (the killed
-child's watchdog must have ended them; a survivor is a violation), and then:
+has made durable: `tools`, two turns with `bash` calls; `subagents`, one turn whose two
+`task` children (one at a time: the other waits for a slot) each stream, wait for an
+approval and run a `bash` call. After a seeded random delay from its `ready` line the
+parent sends it SIGKILL, checks that no process of the session or of its children still
+runs 2 s after the kill (the killed child's watchdog must have ended them; a survivor is
+a violation), and then:
 
 1. reads the session's rows with a read-only connection (`before`);
 2. reopens the session through the real runtime (`open_runtime(SqliteStore(db))`,
@@ -19,17 +22,20 @@ and checks them (`stress.crash_checks`): I1 (pairing, the follow-up accepted wit
 `cancelled` when not, unfinished turns become `interrupted` with one `turn_ended` each,
 no call ran without a recorded start, ran twice or re-ran; the follow-up carries the
 recovery note) and I7 (every commit, call start and outcome the child reported, and every
-event recorded before one of them, is still there; recovery only appends).
+event recorded before one of them, is still there; recovery only appends). A `task`
+child's session is snapshotted the same three times (reopening the parent repairs it) and
+checked the same way, but for the follow-up, which runs in the parent only.
 
 Children are forked from a fork server (`crash_child.serve`) that has imported everything,
 so a kill costs no SDK import. The last line printed is the summary
 (`crash: N SIGKILLs, M interrupted turns recovered, S survivors, V violations`).
 
-The kill moment is drawn per run from `random.Random(f"{seed}:{run}")`: half of the runs
-are killed at a uniform random time over the baseline run's two turns; the other half
-0–2 ms after the child announced its n-th store write (n random), so kills land inside
-commits too (a write takes about a millisecond: a uniform time would rarely hit one).
-The phase reported is read from the last line the child wrote.
+The scenario, wire and kill moment are drawn per run from `random.Random(f"{seed}:{run}")`:
+half of the runs are killed at a uniform random time over the scenario's baseline run
+(one per scenario, not killed); the other half 0–2 ms after the child announced its n-th
+store write (n random), so kills land inside commits too (a write takes about a
+millisecond: a uniform time would rarely hit one). The phase reported is read from the
+last line the child wrote (`child …` when it was about a `task` child).
 The seed is printed; `--seed S --run K` replays run K (timing differs a little).
 
 Exit status: 0 when every invariant held, 1 on any violation, 2 for bad arguments.
@@ -43,6 +49,7 @@ import itertools
 import json
 import os
 import random
+import re
 import signal
 import socket
 import subprocess
@@ -66,8 +73,17 @@ from rawtrio.providers import make_provider
 from rawtrio.runtime.runtime import open_runtime
 from rawtrio.store.sqlite import SqliteStore
 from rawtrio.testing.fake_model import FakeModelServer, Scenario, open_fake_model_server
-from stress.crash_checks import CrashObservation, check_crash, read_snapshot
-from stress.crash_child import RUNS_FILE, SCRIPT, send_request, session_options
+from stress.crash_checks import (
+    CrashObservation,
+    DbSnapshot,
+    check_crash,
+    check_runs_owned,
+    lines_of,
+    read_children,
+    read_snapshot,
+    runs_for,
+)
+from stress.crash_child import RUNS_FILE, SCENARIOS, SCRIPT, send_request, session_options
 from stress.invariants import session_processes
 from stress.report import Violation
 
@@ -81,7 +97,10 @@ SURVIVOR_LIMIT_S: Final = 2.0
 #: Pause before the scan that confirms no orphan is left (fork → exec takes far less).
 ORPHAN_SETTLE_S: Final = 0.1
 #: Phases a run of the full budget should land kills in (reported when missing).
-EXPECTED_PHASES: Final = ("streaming", "tool running", "writing (commit)")
+EXPECTED_PHASES: Final[dict[str, tuple[str, ...]]] = {
+    "tools": ("streaming", "tool running", "writing (commit)"),
+    "subagents": ("child streaming", "child tool running", "child permission wait"),
+}
 
 _EVENT_PHASES: Final = {
     "step_started": "streaming",
@@ -92,6 +111,10 @@ _EVENT_PHASES: Final = {
     "tool_call_started": "tool running",
     "tool_output_delta": "tool running",
     "tool_call_finished": "tool finished",
+    "permission_requested": "permission wait",
+    "permission_answered": "tool starting",
+    "subagent_started": "child starting",
+    "subagent_ended": "child ended",
     "user_message": "after commit",
     "assistant_message": "after commit",
     "turn_ended": "between turns",
@@ -107,10 +130,21 @@ _LINE_PHASES: Final = {
 
 
 def phase_of(lines: Sequence[str]) -> str:
-    """Where the child was when it died: read from the last line it wrote."""
+    """Where the child was when it died: read from the last line it wrote — the parent
+    session's copies of a `task` child's events (`subagent_event`, and its relayed
+    `permission_*`) passed over, a line about the child read as the child's phase."""
+    lines = [line for line in lines if not line.endswith(" subagent_event")] or list(lines)
     if not lines:
         return "starting"
-    word, _, rest = lines[-1].partition(" ")
+    last = lines[-1]
+    if len(lines) > 1 and lines[-2].startswith("child ") and last.startswith("event "):
+        kind = last.split()[-1]
+        if kind.startswith("permission_") and lines[-2].endswith(f" {kind}"):
+            last = lines[-2]  # the parent's copy of a child's permission event
+    if last.startswith("child "):
+        own = last.split(" ", 2)[2:]
+        return f"child {phase_of(own)}" if own else "child starting"
+    word, _, rest = last.partition(" ")
     if word == "begin":
         return f"writing ({rest})"
     if word == "event":
@@ -119,12 +153,18 @@ def phase_of(lines: Sequence[str]) -> str:
     return _LINE_PHASES.get(word, word)
 
 
+def without_child_prefix(line: str) -> str:
+    """A line about a `task` child as if it were about the session (`begin commit`)."""
+    return line.split(" ", 2)[2] if line.startswith("child ") else line
+
+
 @dataclass(frozen=True)
 class CrashOptions:
     budget_s: float = 60.0
     seed: int = 1
     jobs: int = 4
     wires: tuple[ProviderKind, ...] = WIRES
+    scenarios: tuple[str, ...] = tuple(SCENARIOS)
     #: Stop after this many runs (None: as many as the budget allows).
     max_runs: int | None = None
     #: Replay only these run numbers.
@@ -136,11 +176,15 @@ class CrashOptions:
 @dataclass(frozen=True)
 class KillPlan:
     mode: str
-    #: Seconds after `ready`, or after the child announced write number `write`.
+    #: Seconds after `ready`, or after the child announced write number `write`, or
+    #: after its first line that `after_line` (a regular expression) is found in.
     delay_s: float
     write: int | None = None
+    after_line: str | None = None
 
     def __str__(self) -> str:
+        if self.after_line is not None:
+            return f"kill {self.delay_s * 1000:.0f} ms after a line like {self.after_line!r}"
         if self.write is None:
             return f"kill {self.delay_s * 1000:.0f} ms after ready"
         return f"kill {self.delay_s * 1000:.1f} ms into store write #{self.write}"
@@ -165,15 +209,19 @@ class ChildLog:
 
 @dataclass
 class CrashRun:
-    index: int | None  # None: the baseline
+    index: int | None  # None: a baseline
     wire: str
     plan: KillPlan | None  # None: no kill
+    scenario: str = "tools"
     phase: str = "starting"
     killed: bool = False
     duration_s: float = 0.0
     violations: list[Violation] = field(default_factory=list)
+    #: Interrupted turns and recovered results, the children's included.
     interrupted: int = 0
     results: Counter[str] = field(default_factory=Counter)
+    #: `task` children found in the store after the kill (each checked like the parent).
+    children: int = 0
     #: Tool processes found running after the kill (then ended by rawtrio's watchdog).
     orphans: int = 0
     #: Processes still running `SURVIVOR_LIMIT_S` after the kill (each is a violation).
@@ -196,7 +244,8 @@ class Timeline:
         writes: list[tuple[float, float]] = []
         began: float | None = None
         end = 0.0
-        for t, line in log.lines:
+        for t, raw in log.lines:
+            line = without_child_prefix(raw)
             end = max(end, t)
             if line.startswith("begin "):
                 began = t
@@ -217,20 +266,21 @@ class CrashReport:
     budget_s: float
     seed: int
     jobs: int
-    baseline: CrashRun | None = None
-    timeline: Timeline | None = None
+    #: One run without a kill per scenario, and its moments, by scenario.
+    baselines: dict[str, CrashRun] = field(default_factory=dict)
+    timelines: dict[str, Timeline] = field(default_factory=dict)
     runs: list[CrashRun] = field(default_factory=list)
     elapsed_s: float = 0.0
     error: str | None = None
 
     @property
     def violations(self) -> list[tuple[CrashRun, Violation]]:
-        runs = [self.baseline, *self.runs] if self.baseline else self.runs
+        runs = [*self.baselines.values(), *self.runs]
         return [(r, v) for r in runs for v in r.violations]
 
     @property
     def ok(self) -> bool:
-        return self.error is None and self.baseline is not None and not self.violations
+        return self.error is None and bool(self.baselines) and not self.violations
 
 
 class Child:
@@ -317,11 +367,12 @@ class ForkServer:
 
 
 @asynccontextmanager
-async def open_fork_server() -> AsyncIterator[ForkServer]:
+async def open_fork_server(scenarios: Sequence[str] = ()) -> AsyncIterator[ForkServer]:
+    """The fork server, warmed up for `scenarios` (empty: all)."""
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         process = await trio.lowlevel.open_process(
-            [sys.executable, "-m", "stress.crash_child", "--serve"],
+            [sys.executable, "-m", "stress.crash_child", "--serve", *scenarios],
             cwd=ROOT,
             stdin=theirs.fileno(),
             stdout=subprocess.PIPE,
@@ -372,10 +423,11 @@ async def run_child(
     server: FakeModelServer,
     plan: KillPlan | None,
     forks: ForkServer | None = None,
+    scenario: str = "tools",
 ) -> ChildLog:
     """Run the child and SIGKILL it as `plan` says (None: let it finish)."""
     base_url = server.base_url if wire == "anthropic" else server.openai_base_url
-    args = [str(db), str(cwd), wire, base_url]
+    args = [str(db), str(cwd), wire, base_url, scenario]
     log = ChildLog()
     started = time.monotonic()
     ready_at = started
@@ -399,10 +451,13 @@ async def run_child(
                     log.startup_s = now - started
                     ready.set()
                 log.lines.append((now - ready_at if log.session_id else -1.0, line))
-                if line.startswith("begin "):
+                if without_child_prefix(line).startswith("begin "):
                     writes += 1
                     if plan is not None and writes == plan.write:
                         anchor.set()
+                after = plan.after_line if plan is not None else None
+                if after is not None and re.search(after, line):
+                    anchor.set()
         ready.set()  # the child is gone, ready or not
         anchor.set()
 
@@ -419,7 +474,7 @@ async def run_child(
             with trio.move_on_after(START_LIMIT_S):
                 await ready.wait()
             if plan is not None and log.session_id is not None:
-                if plan.write is not None:
+                if plan.write is not None or plan.after_line is not None:
                     await anchor.wait()
                 await trio.sleep(plan.delay_s)
             if child.returncode is None and (plan is not None or log.session_id is None):
@@ -438,29 +493,37 @@ async def run_child(
     return log
 
 
-async def wait_for_orphans(session_id: str, killed_at: float) -> tuple[int, list[str]]:
-    """Wait for the tool processes the killed child left to be ended (by its watchdog).
+async def wait_for_orphans(
+    session_id: str | Sequence[str], killed_at: float
+) -> tuple[int, list[str]]:
+    """Wait for the tool processes the killed child left to be ended (by its watchdog):
+    those of `session_id`, or of each of several sessions (a parent and its children).
 
     Returns (how many were seen, the command lines of those still running
     `SURVIVOR_LIMIT_S` after the kill, which are then killed here). A process the child
     forked just before it died shows the child's environment (without the session marker)
     until it execs, so the scan is repeated after a pause until one finds nothing.
     """
+    ids = [session_id] if isinstance(session_id, str) else list(session_id)
+
+    def scan() -> list[int]:
+        return [pid for one in ids for pid in session_processes(one)]
+
     seen: set[int] = set()
     found: list[int] = []
     deadline = killed_at + SURVIVOR_LIMIT_S - time.monotonic()
     with trio.move_on_after(max(0.0, deadline)):
         while True:
-            found = await trio.to_thread.run_sync(session_processes, session_id)
+            found = await trio.to_thread.run_sync(scan)
             seen.update(found)
             if not found:
                 await trio.sleep(ORPHAN_SETTLE_S)
-                found = await trio.to_thread.run_sync(session_processes, session_id)
+                found = await trio.to_thread.run_sync(scan)
                 seen.update(found)
                 if not found:
                     break
             await trio.sleep(0.01)
-    survivors = await trio.to_thread.run_sync(session_processes, session_id) if found else []
+    survivors = await trio.to_thread.run_sync(scan) if found else []
     described = command_lines(survivors)
     for pid in survivors:
         with contextlib.suppress(ProcessLookupError):
@@ -517,7 +580,7 @@ async def run_one(
     db, cwd = tmp / "sessions.db", tmp / "work"
     await trio.Path(cwd).mkdir(parents=True)
     try:
-        log = await run_child(db, cwd, wire, server, run.plan, forks)
+        log = await run_child(db, cwd, wire, server, run.plan, forks, run.scenario)
     except Exception as exc:
         run.violations.append(Violation("harness", f"the child could not run: {exc!r}"))
         return None
@@ -535,7 +598,9 @@ async def run_one(
     if not log.killed and log.returncode != 0:
         tail = log.stderr.strip().splitlines()[-3:]
         run.violations.append(Violation("harness", f"the child failed ({log.returncode}): {tail}"))
-    run.orphans, survivors = await wait_for_orphans(log.session_id, ended_at)
+    children = await trio.to_thread.run_sync(read_children, db, log.session_id)
+    run.children = len(children)
+    run.orphans, survivors = await wait_for_orphans([log.session_id, *children], ended_at)
     run.times["orphans"] = time.monotonic() - ended_at
     reopen_at = time.monotonic()
     run.survivors = len(survivors)
@@ -549,53 +614,105 @@ async def run_one(
         )
     reap_zombies()
     try:
-        observation = await reopen(server, db, cwd, wire, log, f"crash-followup {run.index}")
+        seen = await reopen(server, db, cwd, wire, log, f"crash-followup {run.index}", run.scenario)
     except Exception as exc:  # a crash of the reopen is a finding, not the end of the suite
         run.violations.append(Violation("I6", f"the reopen raised {type(exc).__name__}: {exc}"))
         return log
     run.times["reopen"] = time.monotonic() - reopen_at
-    run.violations += check_crash(observation)
-    before = observation.before
-    run.interrupted = sum(1 for o in before.turns.values() if o is None)
-    for msg in observation.reopened.messages()[len(before.context) :]:
-        if isinstance(msg, ToolResult):
-            run.results[msg.status.value] += 1
+    for observation in seen.family:
+        run.violations += check_crash(observation)
+        before = observation.before
+        run.interrupted += sum(1 for o in before.turns.values() if o is None)
+        for msg in observation.reopened.messages()[len(before.context) :]:
+            if isinstance(msg, ToolResult):
+                run.results[msg.status.value] += 1
+    run.violations += check_runs_owned(seen.family, seen.runs_before, seen.runs_after)
     run.duration_s = time.monotonic() - started
     return log
 
 
+@dataclass(frozen=True)
+class Reopened:
+    """What a reopen saw: the session's observation first, then each child's; the runs
+    file (every session's calls) before the reopen and at the end."""
+
+    family: list[CrashObservation]
+    runs_before: list[str]
+    runs_after: list[str]
+
+
 async def reopen(
-    server: FakeModelServer, db: Path, cwd: Path, wire: ProviderKind, log: ChildLog, prompt: str
-) -> CrashObservation:
+    server: FakeModelServer,
+    db: Path,
+    cwd: Path,
+    wire: ProviderKind,
+    log: ChildLog,
+    prompt: str,
+    scenario: str = "tools",
+) -> Reopened:
+    """Reopen the session, run the follow-up; what was seen of it, then of each of its
+    `task` children (repaired by the parent's reopen; no follow-up runs in them)."""
     assert log.session_id is not None
     session_id = log.session_id
+    children = await trio.to_thread.run_sync(read_children, db, session_id)
     runs = trio.Path(cwd / RUNS_FILE)
     runs_before = (await runs.read_text()).splitlines() if await runs.exists() else []
-    before = await trio.to_thread.run_sync(read_snapshot, db, session_id)
+
+    async def snapshots() -> dict[str, DbSnapshot]:
+        ids = [session_id, *children]
+        return {i: await trio.to_thread.run_sync(read_snapshot, db, i) for i in ids}
+
+    before = await snapshots()
     base_url = server.base_url if wire == "anthropic" else server.openai_base_url
     seen = len(server.requests)
     outcome: str | None = "hung"
+    options = session_options(cwd, wire, base_url, scenario)
     async with SqliteStore(db) as store, open_runtime(store, retention_days=0) as runtime:
-        session = await runtime.open_session(session_id, session_options(cwd, wire, base_url))
+        session = await runtime.open_session(session_id, options)
         context = list(session.context)
-        reopened = await trio.to_thread.run_sync(read_snapshot, db, session_id)
+        reopened = await snapshots()
         with trio.move_on_after(TURN_LIMIT_S):
             outcome = (await session.run_turn(prompt)).outcome.value
         context_after = list(session.context)
+    after = await snapshots()
+    runs_after = (await runs.read_text()).splitlines() if await runs.exists() else []
     followups = [r for r in server.requests[seen:] if r.user_text and prompt in r.user_text]
-    return CrashObservation(
-        lines=log.texts,
-        before=before,
-        reopened=reopened,
-        after=await trio.to_thread.run_sync(read_snapshot, db, session_id),
-        context=context,
-        runs_before=runs_before,
-        runs_after=(await runs.read_text()).splitlines() if await runs.exists() else [],
-        followup_outcome=outcome,
-        followup_statuses=[r.status for r in followups],
-        followup_user_texts=[r.user_text or "" for r in followups],
-        context_after_followup=context_after,
-    )
+    parent_own = before[session_id].messages()
+    family = [
+        CrashObservation(
+            lines=lines_of(log.texts, None),
+            before=before[session_id],
+            reopened=reopened[session_id],
+            after=after[session_id],
+            context=context,
+            runs_before=runs_for(parent_own, runs_before),
+            runs_after=runs_for(parent_own, runs_after),
+            followup_outcome=outcome,
+            followup_statuses=[r.status for r in followups],
+            followup_user_texts=[r.user_text or "" for r in followups],
+            context_after_followup=context_after,
+        )
+    ]
+    for child in children:
+        own = before[child].messages()
+        family.append(
+            CrashObservation(
+                lines=lines_of(log.texts, child),
+                before=before[child],
+                reopened=reopened[child],
+                after=after[child],
+                context=reopened[child].messages(),
+                runs_before=runs_for(own, runs_before),
+                runs_after=runs_for(own, runs_after),
+                followup_outcome=None,
+                followup_statuses=[],
+                followup_user_texts=[],
+                context_after_followup=after[child].messages(),
+                followup=False,
+                label=f"child {child}",
+            )
+        )
+    return Reopened(family, runs_before, runs_after)
 
 
 async def run_crash(options: CrashOptions) -> CrashReport:
@@ -609,7 +726,8 @@ async def run_crash(options: CrashOptions) -> CrashReport:
     ):
         # The reopens build SDK clients here: import the SDKs while the children start.
         nursery.start_soon(partial(trio.to_thread.run_sync, import_providers))
-        async with open_fork_server() if options.fork_server else _no_fork_server() as forks:
+        serving = open_fork_server(options.scenarios) if options.fork_server else None
+        async with serving or _no_fork_server() as forks:
             await _run_all(options, report, server, forks, deadline)
     report.runs.sort(key=lambda r: r.index or 0)
     report.elapsed_s = time.monotonic() - started
@@ -630,17 +748,29 @@ async def _run_all(
     forks: ForkServer | None,
     deadline: float,
 ) -> None:
-    """The baseline, then the killed runs, `options.jobs` at a time, until the deadline."""
+    """A baseline per scenario, then the killed runs, `options.jobs` at a time, until the
+    deadline."""
     with tempfile.TemporaryDirectory(prefix="rawtrio-crash-") as tmp_dir:
         tmp = Path(tmp_dir)
-        baseline = CrashRun(None, "openai-chat", None)
-        log = await run_one(server, tmp / "baseline", baseline, "openai-chat", forks)
-        report.baseline = baseline
-        if log is None or log.session_id is None or baseline.violations:
-            report.error = "the baseline run (no kill) failed"
+        durations: list[float] = []
+
+        async def baseline_of(scenario: str) -> None:
+            baseline = CrashRun(None, "openai-chat", None, scenario)
+            where = tmp / f"baseline-{scenario}"
+            log = await run_one(server, where, baseline, "openai-chat", forks)
+            report.baselines[scenario] = baseline
+            if log is None or log.session_id is None or baseline.violations:
+                report.error = f"the {scenario} baseline run (no kill) failed"
+                return
+            report.timelines[scenario] = Timeline.of(log)
+            durations.append(baseline.duration_s)
+
+        async with trio.open_nursery() as nursery:  # side by side, like the runs
+            for scenario in options.scenarios:
+                nursery.start_soon(baseline_of, scenario)
+        if report.error is not None:
             return
-        timeline = report.timeline = Timeline.of(log)
-        durations = [baseline.duration_s]
+        report.baselines = {sc: report.baselines[sc] for sc in options.scenarios}
         numbers = iter(options.only) if options.only else itertools.count(1)
         started_runs = 0
 
@@ -656,7 +786,8 @@ async def _run_all(
                 started_runs += 1
                 rng = random.Random(f"{options.seed}:{index}")
                 wire = rng.choice(options.wires)
-                run = CrashRun(index, wire, timeline.draw(rng))
+                scenario = rng.choice(options.scenarios)
+                run = CrashRun(index, wire, report.timelines[scenario].draw(rng), scenario)
                 await run_one(server, tmp / f"run{index}", run, wire, forks)
                 durations.append(run.duration_s or expected)
                 report.runs.append(run)
@@ -671,20 +802,23 @@ def format_report(report: CrashReport) -> str:
         f"rawtrio crash stress: budget {report.budget_s:g} s, seed {report.seed} "
         f"(replay: python -m stress.crash --seed {report.seed}), {report.jobs} concurrent run(s)"
     ]
-    b, t = report.baseline, report.timeline
-    if b is not None and t is not None:
-        lines.append(
-            f"   baseline (no kill): turns {t.end_s:.2f} s after ready, "
-            f"{len(t.writes)} store writes, {'ok' if not b.violations else 'FAILED'}"
-        )
+    for scenario, b in report.baselines.items():
+        t = report.timelines.get(scenario)
+        if t is not None:
+            lines.append(
+                f"   baseline {scenario} (no kill): turns {t.end_s:.2f} s after ready, "
+                f"{len(t.writes)} store writes, {'ok' if not b.violations else 'FAILED'}"
+            )
     runs = report.runs
     killed = sum(r.killed for r in runs)
     lines.append(f"   runs: {len(runs)} ({killed} killed, {len(runs) - killed} finished first)")
     if runs:
         wires = Counter(r.wire for r in runs)
+        scenarios = Counter(r.scenario for r in runs)
         modes = Counter(r.plan.mode for r in runs if r.plan)
         phases = Counter(r.phase for r in runs)
         lines.append("   wires: " + ", ".join(f"{w} {n}" for w, n in sorted(wires.items())))
+        lines.append("   scenarios: " + ", ".join(f"{w} {n}" for w, n in sorted(scenarios.items())))
         lines.append("   kill moments: " + ", ".join(f"{m} {n}" for m, n in sorted(modes.items())))
         lines.append("   phases: " + ", ".join(f"{p} {n}" for p, n in phases.most_common()))
         results: Counter[str] = Counter()
@@ -693,7 +827,8 @@ def format_report(report: CrashReport) -> str:
         lines.append(
             f"   recovered: {sum(r.interrupted for r in runs)} interrupted turn(s); results "
             f"{results[ToolStatus.OUTCOME_UNKNOWN.value]} outcome_unknown, "
-            f"{results[ToolStatus.CANCELLED.value]} cancelled"
+            f"{results[ToolStatus.CANCELLED.value]} cancelled "
+            f"(children's included: {sum(r.children for r in runs)} child session(s) checked)"
         )
         lines.append(
             f"   processes: {sum(r.orphans for r in runs)} tool process(es) found running after "
@@ -707,15 +842,16 @@ def format_report(report: CrashReport) -> str:
             "   time per run (mean): "
             + ", ".join(f"{k} {v / len(runs):.2f} s" for k, v in spent.items())
         )
-        missing = [p for p in EXPECTED_PHASES if p not in phases]
-        if missing and len(runs) >= 12:
+        missing = [p for sc in scenarios for p in EXPECTED_PHASES[sc] if p not in phases]
+        if missing and len(runs) >= 12 * len(scenarios):
             lines.append(f"   note: no kill landed in {', '.join(missing)} (a larger budget helps)")
     if report.error:
         lines.append(f"   FAIL {report.error}")
     for run, v in report.violations:
         where = "baseline" if run.index is None else f"run {run.index}"
         lines.append(
-            f"   FAIL {v.invariant} {where} ({run.wire}, {run.plan}, {run.phase}): {v.text}"
+            f"   FAIL {v.invariant} {where} ({run.scenario}, {run.wire}, {run.plan}, "
+            f"{run.phase}): {v.text}"
         )
     rate = len(runs) / report.elapsed_s if report.elapsed_s else 0.0
     verdict = (
@@ -729,7 +865,7 @@ def format_report(report: CrashReport) -> str:
 def summary_line(report: CrashReport) -> str:
     """The suite's one-line summary, printed last."""
     runs = report.runs
-    everything = [report.baseline, *runs] if report.baseline else runs
+    everything = [*report.baselines.values(), *runs]
     return (
         f"crash: {sum(r.killed for r in runs)} SIGKILLs, "
         f"{sum(r.interrupted for r in runs)} interrupted turns recovered, "
@@ -741,13 +877,20 @@ def summary_line(report: CrashReport) -> str:
 def parse_args(argv: Sequence[str] | None = None) -> CrashOptions:
     parser = argparse.ArgumentParser(
         prog="python -m stress.crash",
-        description="SIGKILL a rawtrio process at random points of turns with tools, reopen "
-        "the session, and check invariants I1, I6, I7.",
+        description="SIGKILL a rawtrio process at random points of turns with tools and "
+        "subagents, reopen the session, and check invariants I1, I6, I7 on it and its children.",
     )
     parser.add_argument("--budget", type=float, default=60.0, help="seconds (default 60)")
     parser.add_argument("--seed", type=int, default=None, help="seed (default: a new one)")
     parser.add_argument("--jobs", type=int, default=4, help="runs at the same time (default 4)")
     parser.add_argument("--wire", action="append", choices=WIRES, help="repeatable; default all")
+    parser.add_argument(
+        "--scenario",
+        action="append",
+        choices=tuple(SCENARIOS),
+        help="`tools` (two turns of bash calls) or `subagents` (task children); repeatable; "
+        "default all (drawn per run)",
+    )
     parser.add_argument("--max-runs", type=int, default=None, help="stop after N runs")
     parser.add_argument(
         "--no-fork-server",
@@ -766,6 +909,7 @@ def parse_args(argv: Sequence[str] | None = None) -> CrashOptions:
         seed=seed,
         jobs=args.jobs,
         wires=tuple(args.wire or WIRES),
+        scenarios=tuple(args.scenario or SCENARIOS),
         max_runs=args.max_runs,
         only=tuple(args.run or ()),
         fork_server=not args.no_fork_server,

@@ -5,6 +5,10 @@ durable), three read-only snapshots of the database — before the reopen, right
 the runtime reopened the session (crash recovery done), and after the follow-up turn —,
 the runs file before and after, and the follow-up turn. `check_crash` turns it into
 violations; it never raises on findings.
+
+A session's `task` children get an observation each (`followup=False`: a child is never
+continued, it is repaired when its parent is reopened), checked the same way but for the
+follow-up; `check_runs_owned` checks the runs file against every session of the family.
 """
 
 from __future__ import annotations
@@ -72,6 +76,33 @@ def read_snapshot(db: Path, session_id: str) -> DbSnapshot:
     return DbSnapshot(context, events, turns, started)
 
 
+def read_children(db: Path, session_id: str) -> list[str]:
+    """The ids of the session's `task` children and theirs, oldest first, read-only."""
+    conn = sqlite3.connect(f"{db.resolve().as_uri()}?mode=ro", uri=True)
+    try:
+        found: list[str] = []
+        parents = [session_id]
+        while parents:
+            rows = conn.execute(
+                "SELECT id FROM sessions WHERE parent_id = ? ORDER BY created_at, id",
+                (parents.pop(0),),
+            ).fetchall()
+            found += [str(r[0]) for r in rows]
+            parents += [str(r[0]) for r in rows]
+    finally:
+        conn.close()
+    return found
+
+
+def lines_of(lines: list[str], session_id: str | None) -> list[str]:
+    """The lines about one session: a child's (`child <id> ...`, the prefix taken off), or
+    with None the session of `ready`'s."""
+    if session_id is None:
+        return [line for line in lines if not line.startswith("child ")]
+    prefix = f"child {session_id} "
+    return [line[len(prefix) :] for line in lines if line.startswith(prefix)]
+
+
 @dataclass
 class ChildFacts:
     """What the child's lines say was durable when it died."""
@@ -121,10 +152,48 @@ class CrashObservation:
     followup_statuses: list[int]
     followup_user_texts: list[str]
     context_after_followup: list[Message]
+    #: False for a `task` child: no follow-up turn runs in it (the fields above are the
+    #: stored context, and nothing was sent).
+    followup: bool = True
+    #: Named in findings: "" for the session itself, "child <id>" for a child.
+    label: str = ""
 
 
 def check_crash(obs: CrashObservation) -> list[Violation]:
-    return [*_check_i1(obs), *_check_i6(obs), *_check_i7(obs)]
+    found = [*_check_i1(obs), *_check_i6(obs), *_check_i7(obs)]
+    if obs.label:
+        found = [Violation(v.invariant, f"{obs.label}: {v.text}") for v in found]
+    return found
+
+
+def check_runs_owned(
+    family: list[CrashObservation], runs_before: list[str], runs_after: list[str]
+) -> list[Violation]:
+    """Every line of the runs file is the tag of a call of one of the sessions (the
+    parent or a child) whose start was recorded; nothing ran after the reopen."""
+    tags = {t for obs in family for t in _call_tags(obs.before.messages()).values() if t}
+    started = {
+        t
+        for obs in family
+        for call, t in _call_tags(obs.before.messages()).items()
+        if call in obs.before.started
+    }
+    out: list[Violation] = []
+    stray = [t for t in runs_before if t not in tags]
+    if stray:
+        out.append(Violation("I6", f"calls no session committed ran: {stray}"))
+    unmarked = [t for t in runs_before if t in tags and t not in started]
+    if unmarked:
+        out.append(Violation("I6", f"calls ran without a recorded start: {unmarked}"))
+    if runs_after != runs_before:
+        out.append(Violation("I6", f"a call re-ran after the reopen: {runs_before} → {runs_after}"))
+    return out
+
+
+def runs_for(obs_messages: list[Message], runs: list[str]) -> list[str]:
+    """The lines of the runs file written by these messages' calls."""
+    tags = {t for t in _call_tags(obs_messages).values() if t}
+    return [t for t in runs if t in tags]
 
 
 def _check_i1(obs: CrashObservation) -> list[Violation]:
@@ -133,6 +202,8 @@ def _check_i1(obs: CrashObservation) -> list[Violation]:
         problems = check_pairing(context if context is not None else obs.context_after_followup)
         if problems:
             out.append(Violation("I1", f"pairing {when}: {'; '.join(problems)}"))
+    if not obs.followup:
+        return out
     if obs.followup_outcome != TurnOutcome.COMPLETED.value:
         out.append(Violation("I1", f"the follow-up turn ended {obs.followup_outcome}"))
     if not obs.followup_statuses or any(s != 200 for s in obs.followup_statuses):
@@ -197,7 +268,7 @@ def _check_i6(obs: CrashObservation) -> list[Violation]:
         )
     repaired = bool(added) or any(o is None for o in before.turns.values())
     noted = any(RECOVERY_NOTE in t for t in obs.followup_user_texts)
-    if repaired and not noted:
+    if obs.followup and repaired and not noted:
         out.append(Violation("I6", "the follow-up's user message lacks the recovery note"))
     return out
 

@@ -17,8 +17,9 @@ extension methods on the same connection, next to every ACP method:
   errors the local operation raises.
 - `_rawtrio/sessions/list`, `_rawtrio/sessions/get`, `_rawtrio/sessions/fork`,
   `_rawtrio/sessions/delete` (requests): the stored sessions (`Runtime`'s operations).
-- `_rawtrio/undo`, `_rawtrio/redo` (requests): checkpoints (docs/checkpoints.md); a
-  conflict is an answer with `applied: false` and the `conflicts`, `force: true` overwrites.
+- `_rawtrio/undo`, `_rawtrio/redo`, `_rawtrio/rewind` (requests): checkpoints
+  (docs/checkpoints.md); a conflict is an answer with `applied: false` and the
+  `conflicts`, `force: true` overwrites.
 - `_rawtrio/host/status`, `_rawtrio/host/stop` (requests).
 - `_meta.rawtrio = {"env", "flags"}` on ACP's `session/new`, `session/load` and
   `session/resume` from a connection on the host's socket (an attached `rawtrio acp`
@@ -493,9 +494,15 @@ async def sessions_fork(
     conn: AcpConnection, peer: Peer, params: Mapping[str, Any], ready: Ready
 ) -> Any:
     sid = p.required_string(params, "sessionId")
+    before_turn = p.string(params, "beforeTurn", required=False)
+    title = p.string(params, "title", required=False)
     ready()
     try:
-        return {"sessionId": await conn.agent.runtime.fork_session(sid)}
+        return {
+            "sessionId": await conn.agent.runtime.fork_session(
+                sid, before_turn=before_turn, title=title
+            )
+        }
     except RawtrioError as exc:
         raise rawtrio_error(exc) from None
 
@@ -570,6 +577,58 @@ async def _restore(
     }
 
 
+async def checkpoint_rewind(
+    conn: AcpConnection, peer: Peer, params: Mapping[str, Any], ready: Ready
+) -> Any:
+    """`_rawtrio/rewind`: take session `sessionId` back to just before its prompt `prompt`
+    (1-based, in the order of its display history): `restore` is "both" (the default: the
+    files, and the conversation forked), "files" or "conversation". With files changed
+    outside rawtrio since, nothing is done and the answer lists the `conflicts` (`applied:
+    false`); `force: true` overwrites them. `sessionId` of the answer is the fork (null
+    when the conversation was not rewound); the source session is left as it was."""
+    from rawtrio.checkpoints.rewind import WHATS, prompts_of, rewind
+    from rawtrio.checkpoints.store import CheckpointStore, checkpoints_root
+
+    sid = p.required_string(params, "sessionId")
+    number: Any = params.get("prompt")
+    if not _is_int(number) or number < 1:
+        raise p.invalid(f"prompt must be an integer >= 1, got {json_type_name(number)}")
+    what = params.get("restore", "both")
+    if what not in WHATS:
+        raise p.invalid(f"restore must be one of {', '.join(WHATS)}, got {what!r}")
+    force = _bool(params, "force")
+    live = conn.agent.sessions.get(sid)
+    session = live.session if live is not None and not live.session.closed else None
+    if session is not None and session.running_turn is not None:
+        raise RpcError(TURN_IN_PROGRESS, "a turn is running; cancel it first to rewind")
+    ready()
+    runtime = conn.agent.runtime
+    try:
+        record = await runtime.get_session(sid)
+        prompts = prompts_of(await runtime.session_events(sid))
+        if session is not None:
+            store = session.checkpoints.store if session.checkpoints is not None else None
+        else:
+            store = CheckpointStore(checkpoints_root(), Path(record.cwd))
+        result = await rewind(runtime, store, sid, prompts, number, what, force=force)
+    except RawtrioError as exc:
+        raise rawtrio_error(exc) from None
+    except OSError as exc:
+        raise rawtrio_error(UsageError(f"could not restore the files: {exc}")) from None
+    return {
+        "applied": result.applied,
+        "sessionId": result.session_id,
+        "title": result.title,
+        "prompt": result.prompt.number,
+        "promptText": result.prompt.text,
+        "restored": list(result.restored),
+        "conflicts": [
+            {"path": c.path, "expected": c.expected, "found": c.found} for c in result.conflicts
+        ],
+        "text": result.describe(),
+    }
+
+
 async def host_status(
     conn: AcpConnection, peer: Peer, params: Mapping[str, Any], ready: Ready
 ) -> Any:
@@ -611,6 +670,7 @@ REQUESTS: Final[dict[str, _Method]] = {
     "_rawtrio/sessions/delete": sessions_delete,
     "_rawtrio/undo": checkpoint_undo,
     "_rawtrio/redo": checkpoint_redo,
+    "_rawtrio/rewind": checkpoint_rewind,
     "_rawtrio/host/status": host_status,
     "_rawtrio/host/stop": host_stop,
 }

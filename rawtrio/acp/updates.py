@@ -14,6 +14,7 @@ view item becomes the update below (the table names the events behind each chang
 | `tool_output_delta` | `tool_call_update` with the output so far (its tail) as content |
 | `tool_call_finished` | `tool_call_update` `completed` (`ok`) or `failed` (any other status, |
 |   | named in `rawOutput.status`); content = the result, plus a diff for edits |
+|   | and, for `bash` / MCP calls, a diff per file the call changed (`file_changes`) |
 | `plan_updated` | `plan` |
 | `mode_changed` | `current_mode_update` (and `config_option_update`, live) |
 | `model_changed` | `config_option_update` (live) |
@@ -26,7 +27,7 @@ Message ids are derived from the turn id and step (`<turn>-user`, `<turn>-<step>
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -195,10 +196,13 @@ class UpdateMapper:
             content.append(update)
         if item.content:
             content.append(_content(item.content))
+        details = thaw(item.details)
+        if isinstance(details, dict) and "file_changes" in details:
+            content += file_change_content(details, self._path)
+            details = without_texts(details)
         raw: dict[str, Any] = {"status": str(item.status), "started": item.started}
         if item.denied_by is not None:
             raw["denied_by"] = str(item.denied_by)
-        details = thaw(item.details)
         if details:
             raw["details"] = details
         return {
@@ -226,6 +230,54 @@ class UpdateMapper:
                     loc["line"] = line
                 out.append(loc)
         return out
+
+
+def file_change_content(
+    details: Mapping[str, Any], path_of: Callable[[str], str]
+) -> list[dict[str, Any]]:
+    """The files a `bash` or MCP call changed (its result's `details["file_changes"]`,
+    rawtrio.checkpoints.diff.call_changes) as ACP content: a `diff` per text file (no
+    `oldText` for a created file), then one text block for what has no diff (deleted,
+    binary, too large, mode changes, files past the cap)."""
+    out: list[dict[str, Any]] = []
+    said: list[str] = []
+    entries = details.get("file_changes")
+    for entry in entries if isinstance(entries, list) else ():
+        if not isinstance(entry, Mapping) or not isinstance(entry.get("path"), str):
+            continue
+        path, note = entry["path"], entry.get("note")
+        if isinstance(entry.get("new_text"), str):
+            diff: dict[str, Any] = {"type": "diff", "path": path_of(path)}
+            if isinstance(entry.get("old_text"), str):
+                diff["oldText"] = entry["old_text"]
+            diff["newText"] = entry["new_text"]
+            out.append(diff)
+            if note:
+                said.append(f"{path}: {note}")
+        elif entry.get("kind") in ("deleted", "mode"):
+            said.append(f"{path}: {note or entry.get('kind')}")
+        else:
+            said.append(f"{path}: {entry.get('kind')}, {note or 'not shown'}")
+    left_out = details.get("file_changes_left_out")
+    if isinstance(left_out, int) and left_out > 0:
+        said.append(f"and {left_out} more changed file(s), not listed")
+    if said:
+        lines = "\n".join(f"  {line}" for line in said)
+        out.append(_content(f"files this call changed, not shown as diffs:\n{lines}"))
+    return out
+
+
+def without_texts(details: dict[str, Any]) -> dict[str, Any]:
+    """`details` for `rawOutput`: the file texts are in the content already."""
+    entries = details.get("file_changes")
+    if not isinstance(entries, list):
+        return details
+    kept = [
+        {k: v for k, v in e.items() if k not in ("old_text", "new_text")}
+        for e in entries
+        if isinstance(e, dict)
+    ]
+    return {**details, "file_changes": kept}
 
 
 def _chunk(kind: str, text: str, message_id: str) -> dict[str, Any]:

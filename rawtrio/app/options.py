@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import os
 import re
 from collections.abc import Callable, Mapping
@@ -54,8 +55,9 @@ from rawtrio.skills import (
     skills_prompt,
 )
 from rawtrio.skills.tool import TOOL_ID as SKILL_TOOL_ID
-from rawtrio.tools.base import ToolSettings
-from rawtrio.tools.builtin import AVAILABLE_BUILTINS
+from rawtrio.tools.base import Tool, ToolSettings
+from rawtrio.tools.builtin import AVAILABLE_BUILTINS, builtin_registry
+from rawtrio.tools.task import reads_only
 
 #: The tools a hook's `match` may name: the built-ins and the skill tool (MCP tools are
 #: checked against the configured servers).
@@ -133,6 +135,7 @@ async def prepare_session(
             sigterm_grace_s=resolved.sigterm_grace_s,
             redactor=variables.redactor,
             confine=resolved.confine_paths,
+            task_reads_only=_task_reads_only(resolved, extra_tools),
         ),
         system_prompt=prompt,
         permission_rules=(
@@ -187,6 +190,40 @@ async def prepare_session(
         notices=(*resolved.notices, *found.warnings),
         agent=resolved.name,
     )
+
+
+def _task_reads_only(
+    resolved: ResolvedAgent, extra_tools: tuple[Tool, ...]
+) -> Callable[[str | None], bool]:
+    """Whether a `task` child of a configured agent (None: one like this session's) can only
+    read (`rawtrio.tools.task.reads_only`), judged from the agent's configuration the first
+    time a call names it. Project MCP servers are added to every agent's child."""
+    loaded = resolved.loaded
+    own = loaded.agent(resolved.name)
+    project_servers = set(resolved.mcp_servers) - set(own.mcp_servers if own else ())
+
+    @functools.cache
+    def judge(name: str | None) -> bool:
+        if name is None:
+            globs, depth = resolved.tools, resolved.max_subagent_depth
+            servers = bool(resolved.mcp_servers)
+        elif (agent := loaded.agent(name)) is not None:
+            globs, depth = tuple(agent.tools), agent.max_subagent_depth
+            servers = bool(agent.mcp_servers or project_servers)
+        else:
+            return False  # an unknown agent: the call fails, alone
+        candidates = (*builtin_registry().tools(), *extra_tools)
+        chosen = set(select_tools(globs, (t.id for t in candidates)))
+        deepest = min(resolved.max_subagent_depth, depth)
+        return reads_only(
+            (t for t in candidates if t.id in chosen),
+            tool_globs=globs,
+            mcp_servers=servers,
+            # A child (depth 1 or more) keeps `task` only below its depth bound.
+            may_nest=deepest >= 2,
+        )
+
+    return judge
 
 
 def _compaction(config: CompactionConfig) -> CompactionSettings:

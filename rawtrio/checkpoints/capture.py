@@ -7,7 +7,8 @@ The interface the runtime uses is three calls, nothing else:
   time the turn touches it. For any other tool that may write (`bash`, MCP tools) the
   project tree is snapshotted (rawtrio.checkpoints.tree). Read-only tools cost nothing.
 - `after_call()` — after a handler returned: the tree is compared with the snapshot and
-  each path that changed keeps its first "before" of the turn.
+  each path that changed keeps its first "before" of the turn. It returns what this call
+  changed, for the call's result details (`rawtrio.checkpoints.diff.call_changes`).
 - `end_turn(turn_id, prompt, cancelled)` — at the turn's end, whatever ended it (called
   shielded, with a deadline). A call a cancellation cut is compared here, so the change set
   says what was changed up to the cut. Each path's "after" is what is on disk now; paths
@@ -35,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
+from rawtrio.checkpoints.diff import PathChange, call_changes
 from rawtrio.checkpoints.model import CapturedBy, ChangeSet, FileChange, NotCaptured, Version
 from rawtrio.checkpoints.restore import Outcome, redo, undo
 from rawtrio.checkpoints.store import CheckpointStore, now
@@ -135,15 +137,19 @@ class TurnCheckpoints:
         except OSError as exc:  # the store is unwritable: the call still runs, and it is said
             state.notes.append(f"a snapshot before {tool_id} failed: {exc}")
 
-    async def after_call(self) -> None:
+    async def after_call(self) -> dict[str, Any]:
+        """Compare the tree after a scanned call; the `details` entries that say what the
+        call changed (`call_changes`; {} for none, or for a call that was not scanned)."""
         state = self._turn
         if state is None or state.open_scan is None:
-            return
+            return {}
         try:
-            await trio.to_thread.run_sync(self._compare, state)
+            changed = await trio.to_thread.run_sync(self._compare, state)
+            return await trio.to_thread.run_sync(call_changes, self.store.objects, changed)
         except OSError as exc:
             state.open_scan = None
             state.notes.append(f"comparing the tree after a call failed: {exc}")
+            return {}
 
     async def end_turn(self, turn_id: str, prompt: str, *, cancelled: bool) -> TurnChanges | None:
         state = self._turn
@@ -211,8 +217,9 @@ class TurnCheckpoints:
         with objects.batch():
             return snapshot(self.cwd, objects, self.store.limits, state.budget, self._cache)
 
-    def _compare(self, state: TurnState, old: Snapshot | None = None) -> None:
-        """Compare the tree with the snapshot before the open call (or with `old`)."""
+    def _compare(self, state: TurnState, old: Snapshot | None = None) -> list[PathChange]:
+        """Note each changed path's first before of the turn, comparing the tree with the
+        snapshot before the open call (or with `old`); what changed since that snapshot."""
         open_call = old is None
         old = state.open_scan if old is None else old
         assert old is not None
@@ -226,10 +233,13 @@ class TurnCheckpoints:
             )
             if note not in state.notes:
                 state.notes.append(note)
+        changed: list[PathChange] = []
         for rel in old.files.keys() | new.files.keys():
             a, b = old.files.get(rel), new.files.get(rel)
             if a is not None and b is not None and a.key == b.key:
                 continue
+            if a is None or b is None or a.version is None or a.version != b.version:
+                changed.append(PathChange(rel, a, b))
             if rel in state.before:
                 continue
             if a is None:
@@ -237,6 +247,7 @@ class TurnCheckpoints:
             else:
                 state.before[rel] = Before(a.version, "scan", a.reason)
         state.new_dirs |= new.dirs - old.dirs
+        return changed
 
     def _finish(self, state: TurnState, prompt: str, cancelled: bool) -> TurnChanges | None:
         if state.open_scan is not None:  # a call the cancellation cut

@@ -7,6 +7,9 @@ file is compared with what the change set expects to find (`after` for undo, `be
 redo); a file that differs was changed since, outside the turn: that is a conflict, and
 nothing is written unless the caller forces it (`force=True`).
 
+A rewind (`plan_rewind`, `apply_rewind`) undoes several change sets, newest first, and
+checks every file of all of them before the first is written.
+
 Each file is written as a temporary file in its folder, given its mode, and renamed over
 the target, so a reader never sees half a file.
 
@@ -22,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -250,23 +254,88 @@ def redo(
     return _apply(store, pick_redo(store, session_id, number), undo=False, force=force)
 
 
-def rewind(
-    store: CheckpointStore, session_id: str, number: int, *, force: bool = False
-) -> list[Outcome]:
-    """Put the files back to just before checkpoint `number` of the session: undo every
-    applied change set from the newest down to `number`. Stops at the first one refused
-    for a conflict (its outcome is last in the list, `applied` false); those undone before
-    it stay undone (`redo` re-applies them)."""
-    sets = store.change_sets(session_id)
-    if not any(c.number == number for c in sets):
-        raise CheckpointError(f"no checkpoint {number} in that session")
-    todo = [c for c in sets if c.number >= number and c.state == "applied"]
-    if not todo:
-        raise CheckpointError(f"checkpoint {number} and every later one are undone already")
+@dataclass(frozen=True, slots=True)
+class RewindPlan:
+    """What a rewind would undo: the applied change sets, newest first, and the files
+    changed outside rawtrio that it would overwrite (checked before anything is written)."""
+
+    change_sets: tuple[ChangeSet, ...]
+    conflicts: tuple[Conflict, ...]
+
+    @property
+    def files(self) -> tuple[str, ...]:
+        """The files the rewind puts back (each once)."""
+        return tuple(sorted({f.path for cs in self.change_sets for f in cs.files}))
+
+
+def plan_rewind(store: CheckpointStore, sets: Iterable[ChangeSet]) -> RewindPlan:
+    """Plan undoing every applied change set of `sets`, newest first. A file is a
+    conflict when it is not what the newest of them left, or when it was changed outside
+    rawtrio between two of them (undoing the older one would overwrite that change).
+    `CheckpointError` when saved content is gone. Blocking: call from a worker thread."""
+    todo = sorted((c for c in sets if c.state == "applied"), key=lambda c: -c.number)
+    for cs in todo:
+        for f in cs.files:
+            kept = f.before
+            if kept is not None and not kept.symlink and not store.objects.has(kept.blob):
+                raise CheckpointError(
+                    f"checkpoint {cs.number}: the saved content of {f.path} is gone "
+                    "(dropped by the size cap); nothing was written"
+                )
+    conflicts: dict[str, Conflict] = {}
+    #: Per file: what it is now, then what each undo leaves it as (the older `before`).
+    state: dict[str, Version | None] = {}
+    for cs in todo:
+        for f in cs.files:
+            key = os.path.join(cs.cwd, f.path)
+            if key in conflicts:
+                continue
+            if key in state:
+                found = state[key]
+                between = f" (changed outside rawtrio after checkpoint {cs.number})"
+            else:
+                try:
+                    found = current(Path(key))
+                except OSError as exc:
+                    conflicts[key] = Conflict(
+                        f.path, _show(f.after), f"unreadable ({exc.strerror})"
+                    )
+                    continue
+                between = ""
+            if not _same(found, f.after):
+                conflicts[key] = Conflict(f.path, _show(f.after), _show(found) + between)
+            state[key] = f.before
+    return RewindPlan(tuple(todo), tuple(conflicts.values()))
+
+
+def apply_rewind(store: CheckpointStore, plan: RewindPlan, *, force: bool) -> list[Outcome]:
+    """Undo the plan's change sets newest first. With conflicts and no `force`, nothing is
+    written (an empty list). Stops at a change set refused for a conflict that arose since
+    the plan (its outcome is last, `applied` false). Blocking: call from a worker thread."""
+    if plan.conflicts and not force:
+        return []
     done: list[Outcome] = []
-    for cs in sorted(todo, key=lambda c: c.number, reverse=True):
+    for cs in plan.change_sets:
         outcome = _apply(store, cs, undo=True, force=force)
         done.append(outcome)
         if not outcome.applied:
             break
     return done
+
+
+def rewind(
+    store: CheckpointStore, session_id: str, number: int, *, force: bool = False
+) -> list[Outcome]:
+    """Put the files back to just before checkpoint `number` of the session: undo every
+    applied change set from the newest down to `number`. Every file is checked first: with
+    a conflict and no `force`, nothing is written and the one outcome returned (the newest
+    change set's, `applied` false) lists the conflicts."""
+    sets = store.change_sets(session_id)
+    if not any(c.number == number for c in sets):
+        raise CheckpointError(f"no checkpoint {number} in that session")
+    plan = plan_rewind(store, [c for c in sets if c.number >= number])
+    if not plan.change_sets:
+        raise CheckpointError(f"checkpoint {number} and every later one are undone already")
+    if plan.conflicts and not force:
+        return [Outcome(plan.change_sets[0], plan.conflicts, applied=False)]
+    return apply_rewind(store, plan, force=force)

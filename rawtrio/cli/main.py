@@ -43,7 +43,7 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Stored sessions: rawtrio sessions {list,show,search,export,rm,rename} "
         "(rawtrio sessions --help). Configuration: rawtrio config {check,init}. "
         "MCP servers: rawtrio mcp {list,test,import}. "
-        "Undo a turn's file changes: rawtrio undo|redo (rawtrio undo --help). "
+        "Undo a turn's file changes: rawtrio undo|redo|rewind (rawtrio undo --help). "
         "Editors (Agent Client Protocol): rawtrio acp [--ws]. "
         "The host front ends attach to: rawtrio serve [--detach|--status|--stop]. "
         "Browser dashboard: rawtrio dashboard, rawtrio serve --dashboard.",
@@ -133,6 +133,10 @@ def run(argv: list[str] | None = None, latch: SignalLatch | None = None) -> int:
         from rawtrio.cli.undo import main as undo_main
 
         return undo_main(argv[1:], argv[0])
+    if argv[:1] == ["rewind"]:  # back to just before a prompt (docs/checkpoints.md)
+        from rawtrio.cli.rewind import main as rewind_main
+
+        return rewind_main(argv[1:])
     if argv[:1] == ["config"]:  # `rawtrio config check|init`
         from rawtrio.cli.config import main as config_main
 

@@ -27,6 +27,7 @@ import trio
 
 from rawtrio import events as ev
 from rawtrio.app import Choice, open_app
+from rawtrio.cli.repl_commands import diff_text, memory_text, restore_text
 from rawtrio.cli.sessions import fail, render_history
 from rawtrio.cli.signals import Interrupted, SignalLatch
 from rawtrio.context.accounting import describe as describe_usage
@@ -184,9 +185,25 @@ async def _chat(session: Session, *, resumed: bool) -> int:
                 if command == "/cost":
                     out.write(describe_usage(session.usage) + "\n")
                     continue
+                name, _, arg = command.partition(" ")
+
+                async def ask(question: str) -> str | None:
+                    out.write(question + "\n> ")
+                    out.flush()
+                    answer, _sig = await _next_input(pending_line, sigints)
+                    return answer
+
                 try:
-                    if command == "/compact" or command.startswith("/compact "):
-                        await _compact(session, command[len("/compact") :].strip(), sigints)
+                    if name == "/compact":
+                        await _compact(session, arg.strip(), sigints)
+                    elif name in ("/undo", "/redo"):
+                        undo = name == "/undo"
+                        out.write(await restore_text(session, arg.strip(), undo=undo, ask=ask))
+                        out.write("\n")
+                    elif name == "/diff":
+                        out.write(await diff_text(session, arg.strip()) + "\n")
+                    elif command == "/memory":
+                        out.write(await memory_text(session.cwd) + "\n")
                     else:
                         await _turn(session, line, sigints, pending_line)
                 except RawtrioError as exc:

@@ -498,8 +498,11 @@ class RemoteRuntime:
     async def open_session(self, session_id: str, options: RemoteOptions) -> RemoteSession:
         return (await self.start(options, resume=session_id))[0]
 
-    async def fork_session(self, source_id: str) -> str:
-        answer = await self.client.call("_rawtrio/sessions/fork", {"sessionId": source_id})
+    async def fork_session(
+        self, source_id: str, *, before_turn: str | None = None, title: str | None = None
+    ) -> str:
+        params = {"sessionId": source_id, "beforeTurn": before_turn, "title": title}
+        answer = await self.client.call("_rawtrio/sessions/fork", params)
         return str(_field(answer, "sessionId"))
 
     async def get_session(self, session_id: str) -> SessionRecord:

@@ -49,7 +49,9 @@ async def admit(
     halt(turn, pre)
     if pre.stopped:
         return denied(call, DeniedBy.HOOK, f"denied by a PreToolUse hook: {pre.reason}"), None
-    decision = host.policy.evaluate(tool.id, args, read_only=tool.read_only, hook=pre.permission)
+    # Judged per call where the tool declares it so (`task`: by its agent), as for groups.
+    read_only = tool.read_only if tool.read_only_for is None else tool.read_only_for(args)
+    decision = host.policy.evaluate(tool.id, args, read_only=read_only, hook=pre.permission)
     if decision.effect is Effect.DENY:
         return denied(call, decision.denied_by or DeniedBy.RULE, decision.reason), None
     if decision.effect is Effect.ASK:

@@ -19,7 +19,7 @@ import trio
 from rawtrio import events as ev
 from rawtrio.contracts import ToolStatus, TurnOutcome
 from rawtrio.errors import ProviderError, StreamCut
-from rawtrio.frozen import EMPTY, thaw
+from rawtrio.frozen import EMPTY, freeze, thaw
 from rawtrio.groups import collapse_group
 from rawtrio.hooks import HookEvent, payloads
 from rawtrio.messages import AssistantMessage, ToolCall, ToolResult
@@ -176,32 +176,45 @@ class ReplyAttempt:
 
 
 def call_groups(host: TurnHost, calls: Sequence[ToolCall]) -> list[list[ToolCall]]:
-    """The reply's calls, in order, in the groups that run side by side: maximal runs of
-    consecutive read-only calls, and of consecutive calls of one `concurrent` tool; every
-    other call alone (docs/contracts.md, Concurrency inside a turn)."""
+    """The reply's calls, in order, in the groups that run side by side: a call joins the
+    group before it when it shares a reason to run beside every call already there —
+    being read-only, or being a call of the same `concurrent` tool (`task`, whatever its
+    agent) — and starts a group of its own otherwise; a call that may write and is not
+    `concurrent` is always alone (docs/contracts.md, Concurrency inside a turn)."""
     groups: list[list[ToolCall]] = []
-    previous: str | None = None
+    shared: frozenset[str] = frozenset()  # the reasons every call of the last group has
     for call in calls:
-        key = _group_key(host, call)
-        if key is not None and key == previous:
+        keys = _group_keys(host, call)
+        if groups and shared & keys:
             groups[-1].append(call)
+            shared &= keys
         else:
             groups.append([call])
-        previous = key
+            shared = keys
     return groups
 
 
-def _group_key(host: TurnHost, call: ToolCall) -> str | None:
+def _group_keys(host: TurnHost, call: ToolCall) -> frozenset[str]:
     tool = host.registry.lookup(call.name)
     if tool is None:
-        return None
+        return frozenset()
+    keys = {"read-only"} if reads_only(host, call) else set()
+    if tool.concurrent:
+        keys.add(f"tool:{tool.id}")
+    return frozenset(keys)
+
+
+def reads_only(host: TurnHost, call: ToolCall) -> bool:
+    """Whether the call is read-only by its tool's declaration: `Tool.read_only_for` of
+    its arguments where the tool judges per call (`task`: by its agent), else
+    `Tool.read_only`. Unknown tools and arguments that are not an object are not."""
+    tool = host.registry.lookup(call.name)
+    if tool is None:
+        return False
+    if tool.read_only_for is None:
+        return tool.read_only
     args = thaw(call.arguments) if call.arguments is not None else None
-    if tool.read_only_for is not None and isinstance(args, dict):
-        if tool.read_only_for(args):
-            return "read-only"
-    elif tool.read_only:
-        return "read-only"
-    return f"tool:{tool.id}" if tool.concurrent else None
+    return isinstance(args, dict) and tool.read_only_for(args)
 
 
 async def run_group(host: TurnHost, turn: Turn, calls: Sequence[ToolCall]) -> None:
@@ -256,7 +269,7 @@ async def run_call(host: TurnHost, turn: Turn, call: ToolCall) -> ToolResult:
         subagents=host.subagents,
     )
     if host.checkpoints is not None:  # what the call may change (rawtrio.checkpoints)
-        read_only = _group_key(host, call) == "read-only"  # as judged for grouping
+        read_only = reads_only(host, call)  # as judged for grouping
         await host.checkpoints.before_call(turn.id, tool.id, args, read_only=read_only)
     # Durably marks the call as starting, then a checkpoint: a cancellation that landed
     # before this point stops the call from starting (I4).
@@ -276,8 +289,9 @@ async def run_call(host: TurnHost, turn: Turn, call: ToolCall) -> ToolResult:
         output = await tool.handler(ctx, args)
     except Exception as exc:  # a handler bug becomes a result the model can read
         output = ToolOutput.error(f"tool {tool.id} failed: {type(exc).__name__}: {exc}")
+    changes: dict[str, Any] = {}  # the files a scanned call changed (docs/contracts.md)
     if host.checkpoints is not None:  # a cut call is compared at the turn's end
-        await host.checkpoints.after_call()
+        changes = await host.checkpoints.after_call()
     # If the after-hooks are cancelled, the call's real output still becomes its result.
     ctx.report_cancelled(
         f"{output.content}\n[the call finished; its after-hooks were cancelled]",
@@ -293,7 +307,7 @@ async def run_call(host: TurnHost, turn: Turn, call: ToolCall) -> ToolResult:
         output.status,
         output.content,
         started=True,
-        details=output.details,
+        details=freeze({**(thaw(output.details) or {}), **changes}) if changes else output.details,
         images=images,
     )
 

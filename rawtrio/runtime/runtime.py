@@ -19,7 +19,7 @@ import trio
 
 from rawtrio.context.accounting import UsageTotals, usage_from_json
 from rawtrio.contracts import CLEANUP_DEADLINE_S, DEFAULT_RETENTION_DAYS
-from rawtrio.errors import RawtrioError
+from rawtrio.errors import RawtrioError, UsageError
 from rawtrio.events import Event
 from rawtrio.groups import collapse_group
 from rawtrio.processes.subreaper import become_child_subreaper
@@ -235,10 +235,19 @@ class Runtime:
         saved = await self.store.get_state(session_id, USAGE_STATE_KEY)
         return usage_from_json(saved, UsageTotals())
 
-    async def fork_session(self, source_id: str) -> str:
-        """A new session copying another's model context and display history; its id."""
+    async def fork_session(
+        self, source_id: str, *, before_turn: str | None = None, title: str | None = None
+    ) -> str:
+        """A new session copying another's model context and display history; its id.
+        With `before_turn`, only what came before that turn's prompt (a rewind,
+        docs/checkpoints.md); `UsageError` when that turn has no prompt in the session."""
+        up_to: int | None = None
+        if before_turn is not None:
+            up_to = await self.store.prompt_position(source_id, before_turn)
+            if up_to is None:
+                raise UsageError(f"session {source_id} has no prompt of turn {before_turn}")
         session_id = uuid.uuid4().hex
-        await self.store.fork_session(source_id, session_id=session_id)
+        await self.store.fork_session(source_id, session_id=session_id, up_to=up_to, title=title)
         return session_id
 
     async def rename_session(self, session_id: str, title: str) -> None:

@@ -595,7 +595,7 @@ class Session:
         if changes is None:
             return
         cs = changes.change_set
-        text = f"{cs.summary()} — checkpoint {cs.number}; /undo puts them back"
+        text = f"{cs.summary()} — checkpoint {cs.number}; /diff shows them, /undo puts them back"
         if cs.cancelled:
             text += " (the turn was cancelled: this is what it changed up to the cut)"
         for miss in cs.not_captured:

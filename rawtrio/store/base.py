@@ -202,6 +202,15 @@ class SessionStore(Protocol):
         `up_to` messages (all when None), extended to the end of a results batch."""
         ...
 
+    async def prompt_position(self, session_id: str, turn_id: str) -> int | None:
+        """Where turn `turn_id`'s prompt sits in the model context (positions count the
+        messages a compaction replaced): `fork_session(up_to=…)` with it keeps everything
+        before the prompt. None when the turn committed no prompt here.
+
+        The prompt is the message committed just before its `user_message` event, so the
+        answer is the number of messages stored before that event, less one."""
+        ...
+
     async def export_session(self, session_id: str, fmt: ExportFormat) -> str: ...
 
     async def search(

@@ -292,6 +292,16 @@ class MemoryStore:
         )
         return await self.get_session(session_id)
 
+    async def prompt_position(self, session_id: str, turn_id: str) -> int | None:
+        await trio.lowlevel.checkpoint()
+        s = self._get(session_id)
+        seq = next(
+            (e.seq for e in s.events if e.turn_id == turn_id and e.type == "user_message"), None
+        )
+        if seq is None:
+            return None
+        return max(0, sum(1 for a in s.after_seq if a < seq) - 1)
+
     async def export_session(self, session_id: str, fmt: ExportFormat) -> str:
         record = await self.get_session(session_id)
         s = self._get(session_id)

@@ -296,6 +296,22 @@ def set_state(conn: Conn, session_id: str, key: str, value: Any) -> None:
         )
 
 
+def prompt_position(conn: Conn, session_id: str, turn_id: str) -> int | None:
+    """The context position of turn `turn_id`'s prompt (`SessionStore.prompt_position`)."""
+    require(conn, session_id)
+    row = conn.execute(
+        "SELECT min(seq) FROM events WHERE session_id = ? AND turn_id = ? AND type = ?",
+        (session_id, turn_id, ev.UserMessageCommitted.type),
+    ).fetchone()
+    if row is None or row[0] is None:
+        return None
+    before = conn.execute(
+        "SELECT count(*) FROM context WHERE session_id = ? AND after_seq < ?",
+        (session_id, int(row[0])),
+    ).fetchone()
+    return max(0, int(before[0]) - 1)
+
+
 def events_since(conn: Conn, session_id: str, seq: int) -> list[ev.Event]:
     require(conn, session_id)
     rows = conn.execute(

@@ -307,6 +307,13 @@ class SqliteStore:
             self.leases.release(session_id)
             raise
 
+    async def prompt_position(self, session_id: str, turn_id: str) -> int | None:
+        return await self._run(
+            "a prompt's position",
+            lambda c: ops.prompt_position(c, session_id, turn_id),
+            read=True,
+        )
+
     async def export_session(self, session_id: str, fmt: ExportFormat) -> str:
         from rawtrio.store import export
 

@@ -231,6 +231,9 @@ class FaultyStore:
             session_id, cursor=cursor, limit=limit, newest_first=newest_first
         )
 
+    async def prompt_position(self, session_id: str, turn_id: str) -> int | None:
+        return await self.inner.prompt_position(session_id, turn_id)
+
     async def last_seq(self, session_id: str) -> int:
         return await self.inner.last_seq(session_id)
 

@@ -75,6 +75,11 @@ class ToolSettings:
     #: Refuse file-tool paths that resolve outside the working directory (symlinks
     #: included). Off by default; it is a guard against mistakes, not a sandbox.
     confine: bool = False
+    #: Whether a `task` child of the configured agent named (None: an agent like this
+    #: session's own) can only read, so that its call runs side by side with read-only
+    #: calls (docs/contracts.md, Read-only `task` calls). The config layer provides it;
+    #: None: no child counts as read-only.
+    task_reads_only: Callable[[str | None], bool] | None = field(default=None, compare=False)
 
 
 class ToolContext:

@@ -35,7 +35,7 @@ _FACTORIES: Final[dict[str, Callable[[ToolSettings], Tool]]] = {
     "bash_stop": lambda _settings: bash_stop_tool(),
     "todo_write": lambda _settings: todo_write_tool(),
     "todo_read": lambda _settings: todo_read_tool(),
-    "task": lambda _settings: task_tool(),
+    "task": task_tool,
 }
 
 AVAILABLE_BUILTINS: Final = tuple(_FACTORIES)

@@ -2,15 +2,19 @@
 The `task` tool). The handler only checks its arguments; the session's `SubagentRunner`
 (rawtrio.runtime.subagents) runs the child inside this call, so a cancellation of the
 turn is a cancellation of the child.
+
+A `task` call is read-only when its child can only read (`reads_only`, judged from the
+agent's configuration by `ToolSettings.task_reads_only`): it then runs side by side with
+the read-only calls around it (docs/contracts.md, Read-only `task` calls).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Protocol
 
 from rawtrio.frozen import freeze
-from rawtrio.tools.base import Tool, ToolContext, ToolOutput
+from rawtrio.tools.base import Tool, ToolContext, ToolOutput, ToolSettings
 
 TASK_TOOL_ID: Final = "task"
 
@@ -68,12 +72,60 @@ async def _task(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:
     )
 
 
-def task_tool() -> Tool:
+def task_tool(settings: ToolSettings | None = None) -> Tool:
+    judge = settings.task_reads_only if settings is not None else None
     return Tool(
         id=TASK_TOOL_ID,
         description=_DESCRIPTION,
         input_schema=_SCHEMA,
         handler=_task,
+        read_only_for=_read_only_call(judge) if judge is not None else None,
         concurrent=True,
         key_argument="description",
     )
+
+
+def _read_only_call(judge: Callable[[str | None], bool]) -> Callable[[Mapping[str, Any]], bool]:
+    """The per-call declaration: read-only when the named agent's child can only read.
+    It sees the arguments before validation: an `agent` that is not a string is not."""
+
+    def read_only(args: Mapping[str, Any]) -> bool:
+        agent = args.get("agent")
+        return (agent is None or isinstance(agent, str)) and judge(agent)
+
+    return read_only
+
+
+def reads_only(
+    selected: Iterable[Tool], *, tool_globs: Sequence[str], mcp_servers: bool, may_nest: bool
+) -> bool:
+    """Whether a child session whose agent selects these tools can only read.
+
+    `selected`: the built-in and extra tools the agent's `tool_globs` select. Every one must
+    be read-only by its declaration (`Tool.read_only`); a tool judged per call (`bash`) is
+    not. `task` counts as writing where the child may nest (`may_nest`): its own children
+    could name any agent. MCP tools are listed by their servers only once the child starts,
+    so an agent with MCP servers (`mcp_servers`) counts as writing unless its globs can
+    select no `mcp/...` id at all. Permission rules and modes are not weighed: they decide
+    whether a call runs, never what a tool can do (and a child's are never looser than its
+    parent's).
+    """
+    if mcp_servers and any(_may_select_mcp(g) for g in tool_globs if not g.startswith("!")):
+        return False
+    for tool in selected:
+        if tool.id == TASK_TOOL_ID:
+            if may_nest:
+                return False
+        elif not tool.read_only:
+            return False
+    return True
+
+
+def _may_select_mcp(glob: str) -> bool:
+    """Whether `glob` can match some `mcp/<server>/<tool>` id: its literal head (up to the
+    first wildcard) fits `mcp/`."""
+    wild = [i for i, char in enumerate(glob) if char in "*?["]
+    if not wild:
+        return glob.startswith("mcp/")
+    head = glob[: wild[0]]
+    return head.startswith("mcp/") or "mcp/".startswith(head)

@@ -15,7 +15,8 @@ Keys (`on_key`, called before any widget sees the key):
   prompt takes the last queued prompt back for editing). After a cancel the queued prompts
   are not sent: they come back into the input box, since the user just said "stop".
 - Alt-Up / Alt-Down (or Ctrl-Up / Ctrl-Down) select a tool call in the transcript (the last
-  one first); while one is selected Enter shows / hides its details only, PgUp/PgDn and
+  one first; the calls inside expanded `task` children too); while one is selected Enter
+  shows / hides its details only (a `task` call's child block with them), PgUp/PgDn and
   Ctrl-O work as usual, and Esc or any other key (typing) deselects it and goes back to the
   prompt — that key then does what it always does (Esc during a turn still cancels it).
 
@@ -124,6 +125,8 @@ class ChatApp:
         self.last_idle_ctrl_c = -DOUBLE_CTRL_C_S * 10
         self.prompt: PermissionPrompt | None = None
         self.pending_permissions: list[PermissionView] = []
+        #: Which `task` child asks, by request id (a child's request is on its call).
+        self.askers: dict[str, str] = {}
         self.in_paste = False
         self.exit_code = 0
         self.exit_requested = trio.Event()
@@ -275,11 +278,15 @@ class ChatApp:
                 and not replay
             ):
                 self.pending_permissions.append(item.permission)
+                asker = self.transcript.asker(item.call_id)
+                if asker is not None:
+                    self.askers[item.permission.request_id] = asker
                 self._next_prompt()
             elif isinstance(item, ApprovalView):
                 self.pending_permissions = [
                     p for p in self.pending_permissions if p.request_id != item.request_id
                 ]
+                self.askers.pop(item.request_id, None)
                 if self.prompt is not None and self.prompt.request.request_id == item.request_id:
                     self._close_prompt()
                     self._next_prompt()
@@ -291,6 +298,7 @@ class ChatApp:
         self.turn_started = None
         was_cancelling, self.cancelling = self.cancelling, False
         self.pending_permissions.clear()
+        self.askers.clear()
         self._close_prompt()
         if str(e.outcome) == "cancelled" and was_cancelling and self.queue:
             # The user said stop: queued prompts come back for editing instead of running.
@@ -327,7 +335,7 @@ class ChatApp:
                 self._close_prompt()
                 self._next_prompt()
 
-        self.prompt = PermissionPrompt(request, answer)
+        self.prompt = PermissionPrompt(request, answer, asker=self.askers.get(request.request_id))
         self.top = urwid.Overlay(
             self.prompt,
             self.frame,
@@ -575,8 +583,7 @@ class ChatApp:
     def tick(self) -> None:
         if not self.busy:
             return
-        for block in self.transcript.running_tools():
-            block.tick()
+        self.transcript.tick()
         self.refresh_status()
 
     def refresh_status(self) -> None:

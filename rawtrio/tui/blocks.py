@@ -14,6 +14,10 @@ that settles to its outcome. Ctrl-O shows the details of every tool call and thi
 (input, output, diff). One call can be selected (`Transcript.select_tool`, Alt-Up/Alt-Down in
 the app) — its line is highlighted — and its details shown or hidden on their own
 (`Transcript.toggle_selected`); Ctrl-O then applies to every call again.
+
+A `task` call's child session is a block right under the call's line (`ChildBlock`,
+`rawtrio.tui.children`), expanded and collapsed with the call's details; `Nesting` is what
+the transcript and a child block share to hold such children.
 """
 
 from __future__ import annotations
@@ -22,7 +26,7 @@ import abc
 import json
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import urwid
 
@@ -49,11 +53,26 @@ from rawtrio.runtime.view import (
 from rawtrio.tui import markdown
 from rawtrio.tui.layout import EndFollowingListBox
 
+if TYPE_CHECKING:
+    from rawtrio.tui.children import ChildBlock
+
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 #: Lines of a tool's output shown when details are on.
 DETAIL_LINES = 40
 #: Arguments that name what a call works on, in order of preference.
-KEY_ARGUMENTS = ("command", "path", "pattern", "file_path", "url", "query", "name", "skill")
+KEY_ARGUMENTS = (
+    "command",
+    "path",
+    "pattern",
+    "file_path",
+    "url",
+    "query",
+    "name",
+    "skill",
+    "description",
+)
+#: The events about a `task` call's child (`Nesting.subagent`).
+SUBAGENT_EVENTS = frozenset({ev.SubagentStarted, ev.SubagentEvent, ev.SubagentEnded})
 
 _OUTCOME = {
     ToolStatus.OK: ("✓", "tool ok"),
@@ -73,14 +92,15 @@ def key_argument(arguments: Mapping[str, Any]) -> str:
     for name in KEY_ARGUMENTS:
         value = arguments.get(name)
         if isinstance(value, str) and value:
-            return _one_line(value)
+            return one_line(value)
     for value in arguments.values():
         if isinstance(value, str) and value:
-            return _one_line(value)
+            return one_line(value)
     return ""
 
 
-def _one_line(text: str, limit: int = 80) -> str:
+def one_line(text: str, limit: int = 80) -> str:
+    """`text` on one line, cut to `limit` characters (marked `…`)."""
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
@@ -238,7 +258,7 @@ class ThinkingBlock(Block):
         if self.details.on:
             return [("thinking", f"✻ thinking\n{self.text.strip()}")]
         lines = self.text.strip().splitlines()
-        first = _one_line(lines[0], 70) if lines else ""
+        first = one_line(lines[0], 70) if lines else ""
         return [("thinking", f"✻ thinking: {first}  (Ctrl-O shows it)")]
 
 
@@ -260,6 +280,10 @@ class ToolBlock(Block):
         #: The call is selected (its line highlighted).
         self.selected = False
         self.spin = 0
+        #: A `task` call's child session, shown under this line (its expansion is ours).
+        self.child: ChildBlock | None = None
+        #: The child block this line is inside (None: the transcript's own calls).
+        self.container: ChildBlock | None = None
         super().__init__()
 
     @property
@@ -280,7 +304,19 @@ class ToolBlock(Block):
 
     def show(self, view: ToolCallView) -> None:
         self.view = view
+        if self.child is not None and view.status is not None:
+            self.child.call_finished(view.status)
         self.changed()
+
+    def touch(self) -> None:
+        """Redraw this line, its child's block, and the child blocks it is inside."""
+        self.changed()
+        if self.child is not None:
+            self.child.changed()
+        container = self.container
+        while container is not None:
+            container.changed()
+            container = container.container
 
     def elapsed(self, now: float | None = None) -> float | None:
         return self.view.elapsed(now or time.time())
@@ -321,12 +357,14 @@ class ToolBlock(Block):
         if self.selected:
             text = "".join(m if isinstance(m, str) else m[1] for m in head)
             head = [("tool selected", "▸ " + text)]
+        # A `task` call's live output is its child's progress: the child block shows it.
+        output = "" if self.child is not None else view.output
         if not self.shows_details:
-            last = view.output.rstrip().rsplit("\n", 1)[-1] if self.running else ""
-            return [*head, "\n", ("dim", "  " + _one_line(last, 100))] if last.strip() else head
+            last = output.rstrip().rsplit("\n", 1)[-1] if self.running else ""
+            return [*head, "\n", ("dim", "  " + one_line(last, 100))] if last.strip() else head
         body: list[markdown.Markup] = ["\n", ("dim", "  input: ")]
         body.append(("dim", json.dumps(view.args, ensure_ascii=False, indent=None)))
-        shown = view.content or view.output
+        shown = view.content or output
         if shown:
             lines = shown.rstrip("\n").splitlines()
             if len(lines) > DETAIL_LINES:
@@ -335,7 +373,80 @@ class ToolBlock(Block):
         return head + body
 
 
-class Transcript:
+class Nesting:
+    """What holds `task` calls — the transcript, and a child block for its grandchildren —
+    and so the blocks of their children (`rawtrio.tui.children`, loaded with the first
+    child): each right under its call's line."""
+
+    details: DetailsToggle
+    #: The tool calls held here, by call id, in the order they appeared.
+    tools: dict[str, ToolBlock]
+    #: The `task` children of those calls, by the call's id.
+    children: dict[str, ChildBlock]
+
+    @abc.abstractmethod
+    def insert_after(self, anchor: urwid.Widget | None, block: urwid.Widget) -> None:
+        """Put `block` right after `anchor` (at the end without one)."""
+
+    def as_container(self) -> ChildBlock | None:
+        """The child block this holder is (None: the transcript)."""
+        return None
+
+    def subagent(self, e: ev.Event) -> None:
+        """A `subagent_started` / `subagent_event` / `subagent_ended` of one of the `task`
+        calls held here: its child block is made, fed the child's event, or ended."""
+        if isinstance(e, ev.SubagentStarted):
+            self.child_block(e.call_id, e.description, e.agent)
+        elif isinstance(e, ev.SubagentEvent):
+            from rawtrio.tui.children import child_event  # loaded with the first child
+
+            event = child_event(e)
+            if event is not None:  # None: a type this version does not know
+                self.child_block(e.call_id).apply(event)
+        elif isinstance(e, ev.SubagentEnded):
+            self.child_block(e.call_id).settle(str(e.outcome), e.reason)
+
+    def child_block(
+        self, call_id: str, description: str | None = None, agent: str | None = None
+    ) -> ChildBlock:
+        """The block of the child of call `call_id`, made (under the call's line) if new."""
+        child = self.children.get(call_id)
+        if child is not None:
+            return child
+        owner = self.tools.get(call_id)
+        args = owner.view.args if owner is not None else {}
+        if description is None:  # a history that begins after the child started
+            description = str(args.get("description") or "")
+            agent = args.get("agent") if isinstance(args.get("agent"), str) else None
+        from rawtrio.tui.children import ChildBlock  # loaded with the first child
+
+        child = ChildBlock(owner, self.details, description=description, agent=agent)
+        child.container = self.as_container()
+        self.children[call_id] = child
+        if owner is not None:
+            owner.child = child
+            owner.touch()
+        self.insert_after(owner, child)
+        return child
+
+    def selectable_calls(self) -> list[ToolBlock]:
+        """The tool calls that can be selected, in the order shown: these, and those of the
+        children that are expanded."""
+        out: list[ToolBlock] = []
+        for tool in self.tools.values():
+            out.append(tool)
+            if tool.child is not None and tool.child.expanded:
+                out += tool.child.selectable_calls()
+        return out
+
+    def tick_children(self) -> None:
+        """Animate the running children (their summary and their running calls)."""
+        for child in self.children.values():
+            if child.outcome is None:
+                child.tick()
+
+
+class Transcript(Nesting):
     """Blocks built from session events, in a list box that renders only what is on screen."""
 
     def __init__(self, listbox: EndFollowingListBox | None = None) -> None:
@@ -348,6 +459,7 @@ class Transcript:
         self._assistant: dict[str, AssistantBlock] = {}  # by item key
         self._thinking: dict[str, ThinkingBlock] = {}  # by item key
         self.tools: dict[str, ToolBlock] = {}  # by call id
+        self.children: dict[str, ChildBlock] = {}  # by the `task` call's id
         #: The selected tool call (None: the prompt has the keys).
         self.selected: ToolBlock | None = None
         self._follow_before_select = True
@@ -366,6 +478,19 @@ class Transcript:
     def add(self, block: urwid.Widget) -> None:
         self.listbox.append(block)
 
+    def insert_after(self, anchor: urwid.Widget | None, block: urwid.Widget) -> None:
+        index = self._index(anchor) if anchor is not None else None
+        if index is None or index == len(self.walker) - 1:
+            self.add(block)
+        else:
+            self.walker.insert(index + 1, block)
+
+    def _index(self, block: urwid.Widget) -> int | None:
+        try:
+            return self.walker.index(block)
+        except ValueError:
+            return None
+
     def scroll_to_end(self) -> None:
         self.listbox.scroll_to_end()
 
@@ -379,25 +504,52 @@ class Transcript:
         self._assistant.clear()
         self._thinking.clear()
         self.tools.clear()
+        self.children.clear()
+
+    def asker(self, call_id: str) -> str | None:
+        """Who asks when call `call_id` asks for approval while it runs: its `task` child
+        (None when the call has no child)."""
+        child = self.children.get(call_id)
+        return child.label if child is not None else None
 
     def running_tools(self) -> list[ToolBlock]:
         return [t for t in self.tools.values() if t.running]
 
+    def tick(self) -> None:
+        """Animate what runs: tool lines, and the `task` children (theirs inside)."""
+        for block in self.running_tools():
+            block.tick()
+        self.tick_children()
+
     def toggle_details(self) -> None:
-        """Show or hide the details of every tool call (and thinking block)."""
+        """Show or hide the details of every tool call (and thinking block), and every
+        `task` child's block."""
         self.details.on = not self.details.on
-        for tool in self.tools.values():
-            tool.expanded = None
+        holders: list[Nesting] = [self]
+        while holders:
+            holder = holders.pop()
+            for tool in holder.tools.values():
+                tool.expanded = None
+                tool.changed()
+            for child in holder.children.values():
+                child.changed()
+                holders.append(child)
         for w in self.walker:
-            if isinstance(w, ToolBlock | ThinkingBlock):
+            if isinstance(w, ThinkingBlock):
                 w.changed()
+        if self.selected is not None:  # a call in a child now collapsed: its `task` call
+            shown = self.selectable_calls()
+            block: ToolBlock | None = self.selected
+            while block is not None and block not in shown:
+                block = block.container.owner if block.container is not None else None
+            self._select(block)
 
     # --- selecting one tool call -------------------------------------------------------
 
     def select_tool(self, direction: int) -> ToolBlock | None:
         """Select the tool call before (-1) or after (+1) the selected one; with none
         selected, the last one. Stays on the first/last call at either end."""
-        tools = list(self.tools.values())
+        tools = self.selectable_calls()
         if not tools:
             return None
         current = self.selected
@@ -413,21 +565,23 @@ class Transcript:
     def _select(self, block: ToolBlock | None) -> None:
         if self.selected is not None and self.selected is not block:
             self.selected.selected = False
-            self.selected.changed()
+            self.selected.touch()
         self.selected = block
         if block is not None:
             block.selected = True
-            block.changed()
+            block.touch()
             self._show(block)
 
     def _show(self, block: ToolBlock) -> None:
-        """Scroll so that `block` is on screen, and stop following the end."""
+        """Scroll so that `block` (or the child block it is inside) is on screen, and stop
+        following the end."""
         self.follow = False
-        try:
-            index = self.walker.index(block)
-        except ValueError:
-            return
-        self.listbox.set_focus(index)
+        top: ToolBlock | ChildBlock = block
+        while top.container is not None:
+            top = top.container
+        index = self._index(top)
+        if index is not None:
+            self.listbox.set_focus(index)
 
     def toggle_selected(self) -> bool:
         """Show or hide the details of the selected call only; False with none selected."""
@@ -435,7 +589,7 @@ class Transcript:
         if block is None:
             return False
         block.expanded = not block.shows_details
-        block.changed()
+        block.touch()  # a `task` call's child block expands with it
         self._show(block)
         return True
 
@@ -450,6 +604,8 @@ class Transcript:
     def apply(self, e: ev.Event) -> tuple[Change, ...]:
         """Show one session event (live or from the display history); return what changed
         in the view."""
+        if type(e) in SUBAGENT_EVENTS:
+            self.subagent(e)
         changes = self.view.apply(e)
         for change in changes:
             self._draw(change)

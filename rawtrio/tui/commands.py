@@ -21,12 +21,16 @@ from rawtrio.errors import RawtrioError, TurnInProgress, UsageError
 from rawtrio.permissions.rules import PermissionMode
 
 if TYPE_CHECKING:
+    from rawtrio.checkpoints.rewind import Prompt, What
+    from rawtrio.checkpoints.store import CheckpointStore
     from rawtrio.store.base import SessionRecord
     from rawtrio.tui.host import ChatHost
 
 Handler = Callable[["ChatHost", str], Awaitable[None]]
 #: Sessions the picker lists at most.
 PICKER_LIMIT = 50
+#: Prompts `/rewind` lists at most (the latest; `rawtrio rewind --list` shows every one).
+REWIND_LIMIT = 20
 
 
 async def run_command(app: ChatHost, text: str) -> None:
@@ -71,7 +75,9 @@ async def _new(app: ChatHost, arg: str) -> None:
     await _switch(app, None)
 
 
-async def _switch(app: ChatHost, session_id: str | None, *, fork: bool = False) -> None:
+async def _switch(
+    app: ChatHost, session_id: str | None, *, fork: bool = False, quiet: bool = False
+) -> None:
     runtime, options = app.runtime, app.options
     assert runtime is not None
     assert options is not None
@@ -93,8 +99,9 @@ async def _switch(app: ChatHost, session_id: str | None, *, fork: bool = False) 
     opened = dataclasses.replace(options, cwd=Path(record.cwd))
     session = await runtime.open_session(source, opened)
     await app.attach(session, created=False, show_history=True)
-    what = f"forked {record.id} as" if fork else "resumed"
-    app.transcript.note(f"  {what} session {session.id}", "dim")
+    if not quiet:  # the caller says what happened
+        what = f"forked {record.id} as" if fork else "resumed"
+        app.transcript.note(f"  {what} session {session.id}", "dim")
 
 
 async def _resume(app: ChatHost, arg: str) -> None:
@@ -287,64 +294,122 @@ async def _restore(app: ChatHost, arg: str, *, undo: bool, force: bool = False) 
 
 
 async def _rewind(app: ChatHost, arg: str) -> None:
-    """`/rewind`: pick an earlier prompt; the files go back to just before it (every later
-    checkpoint undone, newest first). The conversation is not rewound (docs/checkpoints.md)."""
+    """`/rewind`: pick an earlier prompt, then what goes back to just before it: the files
+    and the conversation, the conversation only, or the files only (docs/checkpoints.md).
+    The conversation is rewound into a fork the chat switches to, the prompt's text back
+    in the editor; the session itself is left as it was."""
+    _need_runtime(app)
     session = app.session
     if session is None:
         raise UsageError("no session yet")
     _idle(app, "rewind")
-    from rawtrio.checkpoints import restore
+    from rawtrio.checkpoints import rewind
     from rawtrio.checkpoints.store import CheckpointStore, checkpoints_root
 
+    prompts = rewind.prompts_of(await session.events_since(0))
+    if not prompts:
+        app.transcript.note("  /rewind: no prompt to rewind to yet")
+        return
     store = CheckpointStore(checkpoints_root(), session.cwd)
     sets = await trio.to_thread.run_sync(store.change_sets, session.id)
     applied = [c for c in sets if c.state == "applied"]
-    if not applied:
-        app.transcript.note("  /rewind: no turn of this session has changed files (left applied)")
-        return
+    sid = session.id
 
-    async def rewind_to(index: int, force: bool = False) -> None:
-        if index >= len(applied):
-            return
-        cs = applied[index]
+    def label(p: rewind.Prompt) -> str:
+        mine = [c.summary() for c in applied if c.turn_id == p.turn_id]
+        return f"{p.label(50)!r}" + (f"  ({'; '.join(mine)})" if mine else "")
+
+    async def run(number: int, what: rewind.What, force: bool = False) -> None:
         try:
-            outcomes = await trio.to_thread.run_sync(
-                functools.partial(restore.rewind, store, session.id, cs.number, force=force)
-            )
-        except (restore.CheckpointError, OSError) as exc:
+            await _do_rewind(app, sid, store, prompts, number, what, force)
+        except RawtrioError as exc:
             app.transcript.note(f"  /rewind: {exc}", "error")
-            return
-        for outcome in outcomes:
-            if outcome.applied:
-                text = outcome.describe("undo").replace("\n", "\n  ")
-                app.transcript.note(f"  {text}", "notice")
-        last = outcomes[-1]
-        if not last.applied:
-            lines = [f"  /rewind: {len(last.conflicts)} file(s) changed outside rawtrio since:"]
-            lines += [f"    {c.describe()}" for c in last.conflicts]
-            app.transcript.note("\n".join(lines), "error")
-
-            async def chosen(answer: int) -> None:
-                if answer == 0:
-                    await rewind_to(index, force=True)
-                else:
-                    app.transcript.note("  /rewind: stopped there", "dim")
-
-            title = "/rewind: overwrite the files changed since? (Enter chooses)"
-            options = ["overwrite them", "keep them (stop here)"]
-            app.open_picker(
-                ChoicePicker(title, options, lambda i: app.nursery.start_soon(chosen, i))
-            )
         app.refresh_status()
 
-    labels = [
-        f"#{c.number}  {(c.prompt.splitlines() or [''])[0][:50]!r}  {c.summary()}" for c in applied
-    ]
-    title = "/rewind: the files go back to just before this prompt (Esc: nothing)"
-    picker = ChoicePicker(
-        title, [*labels, "nothing"], lambda i: app.nursery.start_soon(rewind_to, i)
-    )
+    shown = prompts[-REWIND_LIMIT:]
+
+    def prompt_chosen(index: int) -> None:
+        if index >= len(shown):
+            return
+        prompt = shown[index]
+        later = {p.turn_id for p in prompts[prompt.number - 1 :]}
+        files = any(c.turn_id in later for c in applied)
+        whats: list[rewind.What] = ["both", "conversation", "files"] if files else ["conversation"]
+        names = {
+            "both": "files and conversation",
+            "conversation": "conversation only (the files stay as they are)",
+            "files": "files only (the conversation goes on)",
+        }
+        title = f"/rewind to prompt {prompt.number}: what goes back? (Esc: nothing)"
+        app.open_picker(
+            ChoicePicker(
+                title,
+                [*(names[w] for w in whats), "nothing"],
+                lambda i: (
+                    app.nursery.start_soon(run, prompt.number, whats[i]) if i < len(whats) else None
+                ),
+            )
+        )
+
+    title = "/rewind: back to just before which prompt? (Esc: nothing)"
+    labels = [label(p) for p in shown]
+    if len(shown) < len(prompts):  # the list's own numbers are not the prompts' then
+        title = f"/rewind: back to just before which prompt? (the last {len(shown)})"
+        labels = [f"prompt {p.number}: {text}" for p, text in zip(shown, labels, strict=True)]
+    picker = ChoicePicker(title, [*labels, "nothing"], prompt_chosen)
     app.open_picker(picker)
+
+
+async def _do_rewind(
+    app: ChatHost,
+    session_id: str,
+    store: CheckpointStore,
+    prompts: list[Prompt],
+    number: int,
+    what: What,
+    force: bool,
+) -> None:
+    from rawtrio.checkpoints import rewind
+
+    _idle(app, "rewind")
+    runtime = app.runtime
+    assert runtime is not None
+    try:
+        result = await rewind.rewind(runtime, store, session_id, prompts, number, what, force=force)
+    except OSError as exc:
+        raise UsageError(f"could not restore the files: {exc}") from None
+    if not result.applied and result.session_id is None:
+        lines = [f"  /rewind: {len(result.conflicts)} file(s) changed outside rawtrio since:"]
+        lines += [f"    {c.describe()}" for c in result.conflicts]
+        app.transcript.note("\n".join(lines), "error")
+
+        async def chosen(index: int) -> None:
+            if index != 0:
+                app.transcript.note("  /rewind: nothing was done", "dim")
+                return
+            try:
+                await _do_rewind(app, session_id, store, prompts, number, what, True)
+            except RawtrioError as exc:
+                app.transcript.note(f"  /rewind: {exc}", "error")
+            app.refresh_status()
+
+        options = ["overwrite them", "keep them (do nothing)"]
+        title = "/rewind: overwrite the files changed since? (Enter chooses)"
+        app.open_picker(ChoicePicker(title, options, lambda i: app.nursery.start_soon(chosen, i)))
+        return
+    text = "  " + result.describe().replace("\n", "\n  ")
+    if result.session_id is None:
+        app.transcript.note(text, "notice")
+        return
+    await _switch(app, result.session_id, quiet=True)
+    app.transcript.note(text, "notice" if result.applied else "error")
+    app.edit.set(result.prompt.text)
+
+
+async def _diff(app: ChatHost, arg: str) -> None:
+    from rawtrio.tui.diff_view import show_diff  # docs/checkpoints.md
+
+    await show_diff(app, arg)
 
 
 async def _clear(app: ChatHost, arg: str) -> None:
@@ -374,7 +439,8 @@ COMMANDS: dict[str, tuple[Handler, str]] = {
     "/memory": (_memory, "the AGENTS.md / CLAUDE.md files loaded for this folder"),
     "/undo": (_undo, "put back the files the last turn changed (or checkpoint N)"),
     "/redo": (_redo, "re-apply what /undo put back"),
-    "/rewind": (_rewind, "pick an earlier prompt: the files go back to just before it"),
+    "/rewind": (_rewind, "back to just before an earlier prompt: files and/or conversation"),
+    "/diff": (_diff, "what the last turn changed, as a diff (or checkpoint N)"),
     "/clear": (_clear, "clear the screen (the session stays as it is)"),
     "/demo": (_demo, "an offline demo against the built-in fake model"),
     "/quit": (_quit, "leave"),

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from rawtrio.permissions.rules import PermissionMode
     from rawtrio.store.base import SessionRecord
     from rawtrio.tui.blocks import Transcript
+    from rawtrio.tui.editor import PromptEdit
 
 #: A runtime's session options (`SessionOptions`, or `RemoteOptions` attached to a host):
 #: the chat reads `cwd` and gives them back to the runtime they came from.
@@ -107,7 +108,9 @@ class ChatRuntime(Protocol):
 
     async def open_session(self, session_id: str, options: ChatOptions) -> ChatSession: ...
 
-    async def fork_session(self, source_id: str) -> str: ...
+    async def fork_session(
+        self, source_id: str, *, before_turn: str | None = None, title: str | None = None
+    ) -> str: ...
 
     async def get_session(self, session_id: str) -> SessionRecord: ...
 
@@ -143,6 +146,8 @@ class ChatHost(Protocol):
     agent: str
     session: ChatSession | None
     transcript: Transcript
+    #: The input editor (`/rewind` puts the rewound prompt back in it).
+    edit: PromptEdit
     next_action: str | None
     compacting: bool
     activity: trio.Event
@@ -155,6 +160,8 @@ class ChatHost(Protocol):
     async def leave_session(self) -> None: ...
 
     def open_picker(self, picker: Any) -> None: ...
+
+    def screen_size(self) -> tuple[int, int]: ...
 
     def request_exit(self, code: int = 0) -> None: ...
 

@@ -3,7 +3,8 @@
 It shows the tool, what the call would do — the command for `bash`, a diff for edits, the
 content for a new file, the arguments otherwise — and the options: allow once, allow
 always (this session), allow always in this project (saved to the project's config),
-deny, and deny with a message for the model. Keys: the option's letter or number, or
+deny, and deny with a message for the model. A request of a `task` child says which child
+asks ("asked by agent NAME (DESCRIPTION)", above the call). Keys: the option's letter or number, or
 Up/Down and Enter. Ctrl-C or Esc cancel the turn (the app answers the prompt as cancelled).
 """
 
@@ -58,7 +59,14 @@ def call_preview(tool_id: str, arguments: Mapping[str, Any]) -> list[Markup]:
 
 
 class PermissionPrompt(urwid.WidgetWrap[urwid.LineBox[urwid.Widget]]):
-    def __init__(self, request: PermissionView, answer: Callable[[ApprovalDecision], None]) -> None:
+    def __init__(
+        self,
+        request: PermissionView,
+        answer: Callable[[ApprovalDecision], None],
+        *,
+        asker: str | None = None,
+    ) -> None:
+        """`asker`: the `task` child whose call this is (None: the session's own)."""
         self.request = request
         self._answer = answer
         self.selected = 0
@@ -67,8 +75,12 @@ class PermissionPrompt(urwid.WidgetWrap[urwid.LineBox[urwid.Widget]]):
         self._options = urwid.Text("")
         self._message = urwid.Edit(("perm key", "message for the model: "))
         self.typing = False
+        asked: list[urwid.Widget] = []
+        if asker is not None:
+            asked.append(urwid.Text([("perm key", "asked by "), ("perm title", asker)]))
         body = urwid.Pile(
             [
+                *asked,
                 urwid.Text([("perm title", f"Allow {request.tool_id}?  "), request.summary]),
                 urwid.Divider(),
                 urwid.Text(call_preview(request.tool_id, arguments) or ""),

@@ -77,9 +77,12 @@ def test_rewind_picks_a_prompt_and_puts_the_files_back_to_before_it(
         pane.wait_for("ready │")
         pane.type("/rewind")
         pane.keys("Enter")
-        pane.wait_for("just before this prompt")
-        pane.keys("Enter")  # the first listed: checkpoint 1, "change things"
-        pane.wait_for("8 file(s) put back")
+        pane.wait_for("back to just before which prompt?")
+        pane.keys("Enter")  # the first listed: prompt 1, "change things"
+        pane.wait_for("what goes back?")
+        pane.keys("Down", "Down")
+        pane.keys("Enter")  # files only
+        pane.wait_for("rewound to prompt 1: 8 files restored")
         assert picture(iso.cwd) == original
         pane.type("/quit")
         pane.keys("Enter")

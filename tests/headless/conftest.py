@@ -67,6 +67,20 @@ SCENARIO: dict[str, Any] = {
                 {"text": "never reached with --max-steps 2"},
             ],
         },
+        {
+            "match": "write a note",
+            "replies": [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "write_file",
+                            "arguments": {"path": "note.txt", "content": "first\n"},
+                        }
+                    ]
+                },
+                {"text": "Wrote it."},
+            ],
+        },
         {"match": "refuse the key", "replies": [{"error": {"status": 401}}]},
         {
             "match": "overloaded once",

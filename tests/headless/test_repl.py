@@ -88,3 +88,50 @@ def test_a_reply_that_is_not_unicode_is_shown_and_the_chat_goes_on(
     chat.proc.stdin.close()
     done = chat.finish()
     assert done.returncode == 0, done.stderr
+
+
+def test_undo_diff_and_memory_are_commands_of_the_line_chat(
+    iso: Isolation, fake_model: FakeModel
+) -> None:
+    """`/diff`, `/undo` (a file changed outside since the turn is only written over after
+    a `y`) and `/memory` are run by the chat, never sent to the model."""
+    chat = LiveRun.start(
+        iso, "--base-url", fake_model.base_url, "--mode", "bypass", env=KEYS, stdin=subprocess.PIPE
+    )
+    note = iso.cwd / "note.txt"
+    try:
+        assert chat.proc.stdin is not None
+
+        def send(line: str) -> None:
+            assert chat.proc.stdin is not None
+            chat.proc.stdin.write(line + "\n")
+            chat.proc.stdin.flush()
+
+        send("write a note")
+        chat.wait_for_text("Wrote it.")
+        chat.wait_for_text("(completed")
+        assert note.read_text() == "first\n"
+        send("/diff")
+        chat.wait_for_text("created note.txt")
+        chat.wait_for_text("+first")
+        note.write_text("changed outside\n")
+        send("/undo")
+        chat.wait_for_text("overwrite them?")
+        send("n")
+        chat.wait_for_text("/undo: nothing was written")
+        assert note.read_text() == "changed outside\n"
+        send("/undo")
+        chat.wait_for_text("overwrite them?")
+        send("y")
+        send("/memory")
+        chat.wait_for_text("project memory for")
+        assert not note.exists()  # the turn created it: undone, it is gone
+        send("/undo 0")
+        chat.wait_for_text("/undo takes a checkpoint number")
+        chat.proc.stdin.close()
+        done = chat.finish()
+    finally:
+        if chat.proc.poll() is None:
+            chat.kill()
+    assert done.returncode == 0, done.stderr
+    assert "Traceback" not in done.stderr

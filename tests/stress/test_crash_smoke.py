@@ -26,11 +26,13 @@ LIVENESS_S = 300
 
 @pytest.mark.skipif(sys.platform != "linux", reason="SIGKILL, /proc")
 async def test_killed_children_reopen_with_i1_i6_i7_holding() -> None:
-    options = CrashOptions(budget_s=15, seed=11, jobs=1, wires=("openai-chat",), max_runs=3)
+    options = CrashOptions(
+        budget_s=15, seed=11, jobs=1, wires=("openai-chat",), scenarios=("tools",), max_runs=3
+    )
     with trio.fail_after(LIVENESS_S):
         report = await run_crash(options)
     text = format_report(report)
-    assert report.baseline is not None, text
+    assert list(report.baselines) == ["tools"], text
     assert 1 <= len(report.runs) <= 3, text
     assert report.violations == [], text
     assert report.ok, text

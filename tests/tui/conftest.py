@@ -41,6 +41,53 @@ SCENARIO: dict[str, Any] = {
             ],
         },
         {
+            "match": "delegate a quick job",
+            "replies": [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "task",
+                            "arguments": {"description": "quick job", "prompt": "child echoes"},
+                        }
+                    ]
+                },
+                {"text": "The subagent finished."},
+            ],
+        },
+        {
+            "match": "child echoes",
+            "replies": [
+                {"tool_calls": [{"name": "bash", "arguments": {"command": "echo child-output"}}]},
+                {"text": "The child echoed."},
+            ],
+        },
+        {
+            "match": "delegate the slow job",
+            "replies": [
+                {
+                    "tool_calls": [
+                        {
+                            "name": "task",
+                            "arguments": {"description": "slow job", "prompt": "child sleeps"},
+                        }
+                    ]
+                },
+                {"text": "never: the turn is cancelled"},
+            ],
+        },
+        {
+            "match": "child sleeps",
+            "replies": [
+                {
+                    "text": "Sleeping a minute.",
+                    "tool_calls": [
+                        {"name": "bash", "arguments": {"command": "echo child-started; sleep 60"}}
+                    ],
+                },
+                {"text": "slept"},
+            ],
+        },
+        {
             "match": "use a tool",
             "replies": [
                 {"tool_calls": [{"name": "bash", "arguments": {"command": "echo tool-output"}}]},

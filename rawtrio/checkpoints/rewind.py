@@ -1,0 +1,182 @@
+"""Rewind a session to just before one of its prompts: the files, the conversation, or both.
+
+The prompts are the session's `user_message` events, numbered from 1 in order (every
+prompt, not only those whose turn changed files). Rewinding to prompt N:
+
+- **files**: every change set still applied of a turn from prompt N on is undone, newest
+  first (`restore.plan_rewind`). Every file is checked before anything is written; a file
+  changed outside rawtrio is a conflict, and without `force` nothing at all is done.
+- **conversation**: the session is forked just before prompt N (`Runtime.fork_session`
+  with `before_turn`): the fork's model context and display history end where the
+  prompt began. The original session is left as it was, so nothing committed is lost.
+
+Front ends (the chat's `/rewind`, `rawtrio rewind`, `_rawtrio/rewind`) call `rewind`; it is
+the same operation in each (docs/checkpoints.md).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, Literal, Protocol
+
+import trio
+
+from rawtrio import events as ev
+from rawtrio.checkpoints.restore import (
+    CheckpointError,
+    Conflict,
+    Outcome,
+    RewindPlan,
+    apply_rewind,
+    plan_rewind,
+)
+from rawtrio.errors import UsageError
+
+if TYPE_CHECKING:
+    from rawtrio.checkpoints.store import CheckpointStore
+    from rawtrio.store.base import SessionRecord
+
+What = Literal["both", "conversation", "files"]
+WHATS: Final[tuple[What, ...]] = ("both", "conversation", "files")
+
+
+@dataclass(frozen=True, slots=True)
+class Prompt:
+    #: 1-based, in the order of the session's display history.
+    number: int
+    turn_id: str
+    text: str
+
+    def label(self, width: int = 60) -> str:
+        first = (self.text.splitlines() or [""])[0]
+        return first if len(first) <= width else first[: width - 1] + "\u2026"
+
+
+def prompts_of(events: Iterable[ev.Event]) -> list[Prompt]:
+    """The session's prompts, numbered from 1, from its display history."""
+    out: list[Prompt] = []
+    seen: set[str] = set()
+    for e in events:
+        if isinstance(e, ev.UserMessageCommitted) and e.turn_id and e.turn_id not in seen:
+            seen.add(e.turn_id)
+            out.append(Prompt(len(out) + 1, e.turn_id, e.text))
+    return out
+
+
+def pick(prompts: Sequence[Prompt], number: int) -> Prompt:
+    if not prompts:
+        raise UsageError("the session has no prompts to rewind to")
+    if not 1 <= number <= len(prompts):
+        raise UsageError(f"no prompt {number}: the session has prompts 1 to {len(prompts)}")
+    return prompts[number - 1]
+
+
+def plan_files(
+    store: CheckpointStore, session_id: str, prompts: Sequence[Prompt], prompt: Prompt
+) -> RewindPlan:
+    """The change sets a rewind to `prompt` undoes: those of its turn and every later one.
+    Blocking: call from a worker thread."""
+    turns = {p.turn_id for p in prompts if p.number >= prompt.number}
+    return plan_rewind(store, [c for c in store.change_sets(session_id) if c.turn_id in turns])
+
+
+class Forker(Protocol):
+    """What a rewind uses of a runtime (a local `Runtime` or a chat's `RemoteRuntime`)."""
+
+    async def fork_session(
+        self, source_id: str, *, before_turn: str | None = None, title: str | None = None
+    ) -> str: ...
+
+    async def get_session(self, session_id: str) -> SessionRecord: ...
+
+
+@dataclass(frozen=True, slots=True)
+class RewindResult:
+    prompt: Prompt
+    what: What
+    #: The fork the conversation was rewound into (None: the conversation was not).
+    session_id: str | None
+    title: str | None
+    #: Files changed outside rawtrio since; without `force` nothing was done.
+    conflicts: tuple[Conflict, ...]
+    applied: bool
+    outcomes: tuple[Outcome, ...] = ()
+
+    @property
+    def restored(self) -> tuple[str, ...]:
+        return tuple(sorted({p for o in self.outcomes if o.applied for p in o.restored}))
+
+    def describe(self) -> str:
+        """One line (and the conflicts, when refused) for a notice or the terminal."""
+        head = f"rewind to prompt {self.prompt.number}"
+        if not self.applied and self.session_id is None:
+            lines = [f"{head} refused: {len(self.conflicts)} file(s) changed outside rawtrio since"]
+            lines += [f"  {c.describe()}" for c in self.conflicts]
+            lines.append("nothing was done; force it to overwrite them")
+            return "\n".join(lines)
+        parts = []
+        if self.session_id is not None:
+            parts.append(f"conversation forked as {self.title!r} ({self.session_id})")
+        if self.what != "conversation":
+            n = len(self.restored)
+            if not self.outcomes:
+                parts.append("no files to restore (no later turn changed any)")
+            else:
+                parts.append(f"{n} file{'s' if n != 1 else ''} restored")
+        lines = [f"rewound to prompt {self.prompt.number}: " + ", ".join(parts)]
+        if self.applied and self.conflicts:
+            lines.append(f"overwrote {len(self.conflicts)} file(s) changed outside rawtrio")
+        if not self.applied:
+            last = self.outcomes[-1]
+            lines.append(
+                f"stopped at checkpoint {last.change_set.number}: a file changed meanwhile"
+            )
+            lines += [f"  {c.describe()}" for c in last.conflicts]
+        for o in self.outcomes:
+            lines += [f"not captured, so not restored: {n.path}" for n in o.change_set.not_captured]
+        return "\n".join(lines)
+
+
+async def rewind(
+    runtime: Forker,
+    store: CheckpointStore | None,
+    session_id: str,
+    prompts: Sequence[Prompt],
+    number: int,
+    what: What,
+    *,
+    force: bool = False,
+) -> RewindResult:
+    """Rewind session `session_id` to just before prompt `number` (see the module). The
+    caller makes sure no turn is running in it. `UsageError` for a prompt that is not
+    there, or files to restore when there are none."""
+    prompt = pick(prompts, number)
+    plan: RewindPlan | None = None
+    if what != "conversation":
+        if store is None:
+            raise UsageError("checkpoints are off for this session: its files cannot be rewound")
+        try:
+            plan = await trio.to_thread.run_sync(plan_files, store, session_id, prompts, prompt)
+        except CheckpointError as exc:
+            raise UsageError(str(exc)) from None
+        if what == "files" and not plan.change_sets:
+            raise UsageError(f"no files to restore: no turn from prompt {number} on changed any")
+        if plan.conflicts and not force:
+            return RewindResult(prompt, what, None, None, plan.conflicts, applied=False)
+    new_id: str | None = None
+    title: str | None = None
+    if what != "files":
+        record = await runtime.get_session(session_id)
+        title = f"{record.title or 'untitled'} (rewound to prompt {number})"
+        new_id = await runtime.fork_session(session_id, before_turn=prompt.turn_id, title=title)
+    outcomes: list[Outcome] = []
+    if plan is not None and plan.change_sets:
+        assert store is not None
+        outcomes = await trio.to_thread.run_sync(
+            functools.partial(apply_rewind, store, plan, force=force)
+        )
+    applied = not outcomes or outcomes[-1].applied
+    conflicts = plan.conflicts if plan is not None else ()
+    return RewindResult(prompt, what, new_id, title, conflicts, applied, tuple(outcomes))
