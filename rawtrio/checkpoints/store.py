@@ -60,7 +60,10 @@ def project_key(cwd: Path) -> str:
 
 
 def write_json_atomically(path: Path, value: object) -> None:
+    new_folder = not path.parent.is_dir()
     private_dir(path.parent)
+    if new_folder:  # its name in its parent must be durable as well
+        fsync_dir(path.parent.parent)
     tmp = path.with_name(tmp_name(RECORD_TMP_PREFIX))
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
