@@ -87,18 +87,22 @@ lint: $(STAMP)
 
 # 55 % of the budget for the cancellation suite, 25 % for the crash suite (SIGKILL +
 # reopen), 10 % for ACP sessions over WebSocket with random cancels and reconnects, the rest
-# for attached turns cancelled from a second client of the host; all four always run, and
-# the target fails if any found a violation.
+# for attached turns cancelled from a second client of the host; then, on top of the budget,
+# SIGKILLs aimed at checkpoint snapshots, records, undos and redos (10 % of it, between 20
+# and 60 s: CI's BUDGET=280 adds 28 s). All five always run, and the target fails if any
+# found a violation.
 # Each suite's last line is its summary; they are repeated at the end, one per suite.
 stress: $(STAMP)
 	@cancel=$$(( $(BUDGET) * 55 / 100 )); crash=$$(( $(BUDGET) * 25 / 100 )); \
 	acp=$$(( $(BUDGET) * 10 / 100 )); host=$$(( $(BUDGET) - cancel - crash - acp )); \
+	ckpt=$$(( $(BUDGET) / 10 < 20 ? 20 : $(BUDGET) / 10 > 60 ? 60 : $(BUDGET) / 10 )); \
 	status=0; out=$$(mktemp -d); \
 	{ $(BIN)/python -m stress --budget $$(( cancel > 0 ? cancel : 1 )) $(ARGS) || echo 1 > $$out/failed; } | tee $$out/cancel; \
 	{ $(BIN)/python -m stress.crash --budget $$(( crash > 0 ? crash : 1 )) $(CRASH_ARGS) || echo 1 > $$out/failed; } | tee $$out/crash; \
 	{ $(BIN)/python -m stress.acp_ws --budget $$(( acp > 0 ? acp : 1 )) || echo 1 > $$out/failed; } | tee $$out/acp; \
 	{ $(BIN)/python -m stress.host_attach --budget $$(( host > 0 ? host : 1 )) || echo 1 > $$out/failed; } | tee $$out/host; \
-	echo "== summary"; for s in cancel crash acp host; do tail -n 1 $$out/$$s; done; \
+	{ $(BIN)/python -m stress.checkpoint_crash --budget $$ckpt --files 2000 || echo 1 > $$out/failed; } | tee $$out/ckpt; \
+	echo "== summary"; for s in cancel crash acp host ckpt; do tail -n 1 $$out/$$s; done; \
 	[ -e $$out/failed ] && status=1; rm -rf $$out; exit $$status
 
 bench: $(STAMP) chromium

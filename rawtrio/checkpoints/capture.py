@@ -15,6 +15,12 @@ The interface the runtime uses is three calls, nothing else:
   whose before and after agree are left out. The record is written after its blobs
   (rawtrio.checkpoints.store), then the project's size cap is applied.
 
+Background jobs (`bash` with `background: true`) keep changing files after their call
+returned. The snapshot taken before such a call is compared again at the turn's end, so
+what the job changed during the turn is captured. What a job changes after the turn ended
+is not: when a change set is recorded while jobs of the session still run (`jobs`, set by
+the session), a `not_captured` entry names them, and the turn-end notice shows it.
+
 Blocking work (reading files, walking the tree) runs in worker threads; the tree walk
 stops when its caller is cancelled (before a call starts, that means the call never runs).
 """
@@ -23,10 +29,10 @@ from __future__ import annotations
 
 import difflib
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import trio
 
@@ -35,6 +41,9 @@ from rawtrio.checkpoints.model import CapturedBy, ChangeSet, FileChange, NotCapt
 from rawtrio.checkpoints.restore import Outcome, redo, undo
 from rawtrio.checkpoints.store import CheckpointStore, now
 from rawtrio.checkpoints.tree import Budget, Seen, Snapshot, read_version, snapshot
+
+if TYPE_CHECKING:
+    from rawtrio.tools.background import BackgroundJobs
 
 #: Tools that change exactly the file named by their `path` argument.
 FILE_TOOLS: Final = frozenset({"write_file", "edit_file"})
@@ -64,6 +73,14 @@ class TurnState:
     notes: list[str] = field(default_factory=list)
     #: The snapshot taken before the call now running, when it is compared by scan.
     open_scan: Snapshot | None = None
+    #: The snapshot before the turn's first call that started a background job: compared
+    #: again at the turn's end (what the job changed meanwhile).
+    job_scan: Snapshot | None = None
+    #: The commands of the background jobs the turn started.
+    jobs_started: list[str] = field(default_factory=list)
+    #: Said when jobs still run at the turn's end: with the turn's change set, if it has
+    #: one (a turn that changed nothing and started no job records nothing for it).
+    jobs_note: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +100,8 @@ class TurnCheckpoints:
         self._turn: TurnState | None = None
         #: Snapshot cache across the session's turns (files unchanged are not read again).
         self._cache: dict[str, Seen] = {}
+        #: The session's background jobs, for the turn-end note (None: no session's).
+        self.jobs: Callable[[], BackgroundJobs | None] | None = None
 
     def _state(self, turn_id: str) -> TurnState:
         if self._turn is None or self._turn.turn_id != turn_id:
@@ -111,6 +130,10 @@ class TurnCheckpoints:
                     await trio.to_thread.run_sync(self._keep_file, state, raw)
                 return
             state.open_scan = await trio.to_thread.run_sync(self._snapshot, state)
+            if tool_id == "bash" and args.get("background"):
+                state.jobs_started.append(str(args.get("command", ""))[:80])
+                if state.job_scan is None:
+                    state.job_scan = state.open_scan
         except OSError as exc:  # the store is unwritable: the call still runs, and it is said
             state.notes.append(f"a snapshot before {tool_id} failed: {exc}")
 
@@ -133,7 +156,23 @@ class TurnCheckpoints:
         if state is None or state.turn_id != turn_id:
             return None
         self._turn = None
+        if self.jobs is not None:  # a session's: the jobs that still run
+            shown = self._running_jobs()
+        else:  # no session to ask: the jobs this turn started
+            shown = [f"started by `{c}`" for c in state.jobs_started]
+        if shown:
+            state.jobs_note = (
+                "background job(s) may still be changing files ("
+                + "; ".join(shown)
+                + "): what they change after this turn ended is not captured"
+            )
         return await trio.to_thread.run_sync(self._finish, state, prompt, cancelled)
+
+    def _running_jobs(self) -> list[str]:
+        jobs = self.jobs() if self.jobs is not None else None
+        if jobs is None:
+            return []
+        return [f"{j.id}: `{j.command[:80]}`" for j in jobs.jobs() if j.running]
 
     async def undo(self, number: int | None = None, *, force: bool = False) -> Outcome:
         """Undo this session's last applied change set (or checkpoint `number`); between
@@ -172,15 +211,21 @@ class TurnCheckpoints:
         state.before[rel] = Before(version, "tool", reason)
 
     def _snapshot(self, state: TurnState) -> Snapshot:
+        """The tree now, every new blob durable together at the end (objects.batch)."""
         self.store.ensure()
-        return snapshot(self.cwd, self.store.objects, self.store.limits, state.budget, self._cache)
+        objects = self.store.objects
+        with objects.batch():
+            return snapshot(self.cwd, objects, self.store.limits, state.budget, self._cache)
 
-    def _compare(self, state: TurnState) -> list[PathChange]:
-        """Note each changed path's first before of the turn; what changed in this call."""
-        old = state.open_scan
+    def _compare(self, state: TurnState, old: Snapshot | None = None) -> list[PathChange]:
+        """Note each changed path's first before of the turn, comparing the tree with the
+        snapshot before the open call (or with `old`); what changed since that snapshot."""
+        open_call = old is None
+        old = state.open_scan if old is None else old
         assert old is not None
         new = self._snapshot(state)
-        state.open_scan = None
+        if open_call:
+            state.open_scan = None
         if old.truncated or new.truncated:
             note = (
                 f"the project has more than {self.store.limits.max_files} files: changes "
@@ -207,6 +252,20 @@ class TurnCheckpoints:
     def _finish(self, state: TurnState, prompt: str, cancelled: bool) -> TurnChanges | None:
         if state.open_scan is not None:  # a call the cancellation cut
             self._compare(state)
+        if state.job_scan is not None:  # what background jobs changed during the turn
+            self._compare(state, state.job_scan)
+        store = self.store
+        with store.objects.batch():  # the "after" blobs: durable before the record names them
+            cs = self._change_set(state, prompt, cancelled)
+        if cs is None:
+            return None
+        store.record(cs)
+        dropped = store.enforce_cap()
+        if dropped is not None:
+            self._cache.clear()
+        return TurnChanges(cs, dropped.notice(store.limits.project_cap_bytes) if dropped else None)
+
+    def _change_set(self, state: TurnState, prompt: str, cancelled: bool) -> ChangeSet | None:
         store, objects = self.store, self.store.objects
         after_budget = Budget(store.limits.max_turn_bytes)
         files: list[FileChange] = []
@@ -236,9 +295,11 @@ class TurnCheckpoints:
             files.append(FileChange(rel, b.version, after, b.captured_by, added, removed))
         new_dirs = tuple(sorted(d for d in state.new_dirs if self.abs(d).is_dir()))
         missed += [NotCaptured("*", note) for note in state.notes]
+        if state.jobs_note is not None and (files or missed or state.jobs_started):
+            missed.append(NotCaptured("*", state.jobs_note))
         if not files and not missed:
             return None
-        cs = ChangeSet(
+        return ChangeSet(
             session_id=self.session_id,
             turn_id=state.turn_id,
             number=store.next_number(self.session_id),
@@ -251,11 +312,6 @@ class TurnCheckpoints:
             cancelled=cancelled,
             notes=tuple(state.notes),
         )
-        store.record(cs)
-        dropped = store.enforce_cap()
-        if dropped is not None:
-            self._cache.clear()
-        return TurnChanges(cs, dropped.notice(store.limits.project_cap_bytes) if dropped else None)
 
 
 def objects_get(store: CheckpointStore, v: Version | None) -> bytes | None:

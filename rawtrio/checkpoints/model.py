@@ -14,6 +14,9 @@ from typing import Any, Final, Literal
 #: How a change was seen: the file tools capture exactly; other tools by a tree comparison.
 CapturedBy = Literal["tool", "scan"]
 State = Literal["applied", "undone"]
+#: An undo or redo under way: the record says so before the first file is written, and
+#: the next undo or redo completes it (rawtrio.checkpoints.restore).
+Pending = Literal["undo", "redo"]
 FORMAT: Final = 1
 
 
@@ -93,6 +96,9 @@ class ChangeSet:
     state: State = "applied"
     undone_at: float | None = None
     notes: tuple[str, ...] = field(default=())
+    #: Set while an undo or redo writes the files; still set after a crash, when the
+    #: working tree may hold some files of each side.
+    pending: Pending | None = None
 
     @property
     def added(self) -> int:
@@ -111,7 +117,10 @@ class ChangeSet:
         return text
 
     def with_state(self, state: State, at: float | None) -> ChangeSet:
-        return replace(self, state=state, undone_at=at)
+        return replace(self, state=state, undone_at=at, pending=None)
+
+    def with_pending(self, pending: Pending) -> ChangeSet:
+        return replace(self, pending=pending)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -129,6 +138,7 @@ class ChangeSet:
             "state": self.state,
             "undone_at": self.undone_at,
             "notes": list(self.notes),
+            "pending": self.pending,
         }
 
     @staticmethod
@@ -149,4 +159,5 @@ class ChangeSet:
             state="undone" if d.get("state") == "undone" else "applied",
             undone_at=d.get("undone_at"),
             notes=tuple(str(n) for n in d.get("notes", ())),
+            pending=d["pending"] if d.get("pending") in ("undo", "redo") else None,
         )

@@ -12,6 +12,12 @@ checks every file of all of them before the first is written.
 
 Each file is written as a temporary file in its folder, given its mode, and renamed over
 the target, so a reader never sees half a file.
+
+An undo or redo first marks the record `pending` (written durably), then writes the files,
+then records the new state. A crash in between leaves the record saying so: the next undo
+or redo of that session picks that record first and completes it — a file found at either
+side of the change is then no conflict, and the temporaries the killed writer left beside
+the files are removed — and says it completed an interrupted one.
 """
 
 from __future__ import annotations
@@ -24,7 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rawtrio.checkpoints.model import ChangeSet, FileChange, Version
-from rawtrio.checkpoints.objects import blob_id
+from rawtrio.checkpoints.objects import blob_id, remove_stale_temporaries
 from rawtrio.checkpoints.store import CheckpointStore, now
 
 
@@ -49,6 +55,8 @@ class Outcome:
     conflicts: tuple[Conflict, ...]
     applied: bool
     restored: tuple[str, ...] = ()
+    #: The undo or redo a crash interrupted that this one completed ("undo" / "redo").
+    resumed: str | None = None
 
     def describe(self, action: str) -> str:
         cs = self.change_set
@@ -59,6 +67,8 @@ class Outcome:
             lines.append("nothing was written; use --force to overwrite them")
             return "\n".join(lines)
         lines = [f"{action} {head}: {len(self.restored)} file(s) put back"]
+        if self.resumed is not None:
+            lines.insert(0, f"completed an interrupted {self.resumed} of checkpoint {cs.number}")
         lines += [f"  {p}" for p in self.restored]
         if self.conflicts:
             lines.append(f"overwrote {len(self.conflicts)} file(s) changed outside the turn")
@@ -100,10 +110,14 @@ def _show(v: Version | None) -> str:
     return f"{v.size} bytes, mode {v.mode:o}" + (" (symlink)" if v.symlink else "")
 
 
+def _tmp_prefix(path: Path) -> str:
+    return f".{path.name}.rawtrio-restore-"
+
+
 def _write(store: CheckpointStore, path: Path, v: Version) -> None:
     data = store.objects.get(v.blob)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.rawtrio-restore-{os.getpid()}")
+    tmp = path.with_name(f"{_tmp_prefix(path)}{os.getpid()}")
     with contextlib.suppress(FileNotFoundError):
         tmp.unlink()
     try:
@@ -137,18 +151,26 @@ def _apply(store: CheckpointStore, cs: ChangeSet, undo: bool, force: bool) -> Ou
                 f"checkpoint {cs.number}: the saved content of {f.path} is gone "
                 "(dropped by the size cap); nothing was written"
             )
+    resumed = cs.pending  # a crash cut an undo or redo: files may be on either side
     conflicts = []
+    done_already = set()
     for f in cs.files:
-        expected, _target = pair(f)
+        expected, target = pair(f)
+        if resumed is not None:
+            prefix = _tmp_prefix(at(f.path))
+            remove_stale_temporaries(at(f.path).parent.glob(f"{prefix}*"), prefix)
         try:
             found = current(at(f.path))
         except OSError as exc:
             conflicts.append(Conflict(f.path, _show(expected), f"unreadable ({exc.strerror})"))
             continue
-        if not _same(found, expected):
+        if resumed is not None and _same(found, target):
+            done_already.add(f.path)
+        elif not _same(found, expected):
             conflicts.append(Conflict(f.path, _show(expected), _show(found)))
     if conflicts and not force:
-        return Outcome(cs, tuple(conflicts), applied=False)
+        return Outcome(cs, tuple(conflicts), applied=False, resumed=resumed)
+    store.record(cs.with_pending("undo" if undo else "redo"))
     if not undo:
         for d in cs.new_dirs:
             at(d).mkdir(parents=True, exist_ok=True)
@@ -156,6 +178,9 @@ def _apply(store: CheckpointStore, cs: ChangeSet, undo: bool, force: bool) -> Ou
     for f in cs.files:
         _expected, target = pair(f)
         path = at(f.path)
+        if f.path in done_already:  # put back by the interrupted undo or redo
+            restored.append(f.path)
+            continue
         if target is None:
             if path.is_dir() and not path.is_symlink():
                 continue  # a directory stands there now: never removed by undo
@@ -170,11 +195,20 @@ def _apply(store: CheckpointStore, cs: ChangeSet, undo: bool, force: bool) -> Ou
                 at(d).rmdir()  # only when empty
     changed = cs.with_state("undone", now()) if undo else cs.with_state("applied", None)
     store.record(changed)
-    return Outcome(changed, tuple(conflicts), applied=True, restored=tuple(restored))
+    return Outcome(
+        changed, tuple(conflicts), applied=True, restored=tuple(restored), resumed=resumed
+    )
+
+
+def _interrupted(sets: list[ChangeSet]) -> ChangeSet | None:
+    """The change set whose undo or redo a crash cut, if any: completed first."""
+    return next((c for c in reversed(sets) if c.pending is not None), None)
 
 
 def pick_undo(store: CheckpointStore, session_id: str | None, number: int | None) -> ChangeSet:
     sets = store.find(session_id, number)
+    if (cut := _interrupted(sets)) is not None:
+        return cut
     if number is not None:
         if not sets:
             raise CheckpointError(f"no checkpoint {number} in that session")
@@ -189,6 +223,8 @@ def pick_undo(store: CheckpointStore, session_id: str | None, number: int | None
 
 def pick_redo(store: CheckpointStore, session_id: str | None, number: int | None) -> ChangeSet:
     sets = store.find(session_id, number)
+    if (cut := _interrupted(sets)) is not None:
+        return cut
     undone = [c for c in sets if c.state == "undone"]
     if not undone:
         raise CheckpointError("nothing to redo: no undone checkpoint")

@@ -7,9 +7,14 @@ Layout under the state dir (never the user's `.git`):
     <state>/checkpoints/<project-key>/changesets/<session>/<NNNNNN>-<turn>.json
 
 `<project-key>` is the first 16 hex digits of the SHA-256 of the project directory's real
-path. A change-set record is written (temporary file, fsync, rename) only after every blob
-it names exists, so a crash leaves either no record or a complete one whose objects exist.
-Undo and redo rewrite the record the same way to flip its `state`.
+path. A change-set record is written (temporary file, fsync, rename, fsync of its folder)
+only after every blob it names is durable under its name, so a crash leaves either no
+record or a complete one whose objects exist. Undo and redo rewrite the record the same
+way: first to mark it `pending` (an undo or redo under way), then with its new `state`.
+
+Opening a store for work (`recover`, run once per `CheckpointStore` by `ensure` and by
+`find`) removes the temporaries that killed writers left, in `objects/` and beside the
+records; those of a writer still running are kept.
 """
 
 from __future__ import annotations
@@ -24,11 +29,18 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rawtrio.checkpoints.model import ChangeSet
-from rawtrio.checkpoints.objects import ObjectStore
+from rawtrio.checkpoints.objects import (
+    ObjectStore,
+    fsync_dir,
+    remove_stale_temporaries,
+    tmp_name,
+)
 from rawtrio.checkpoints.tree import Limits
 from rawtrio.private_files import private_dir
 
 ROOT_NAME = "checkpoints"
+#: How a change-set record's temporary is named (beside the record, `<pid>-<random>`).
+RECORD_TMP_PREFIX = ".tmp-"
 #: Unnamed blobs younger than this are kept: a running turn may name them yet.
 GC_GRACE_S = 3600.0
 
@@ -48,9 +60,12 @@ def project_key(cwd: Path) -> str:
 
 
 def write_json_atomically(path: Path, value: object) -> None:
+    new_folder = not path.parent.is_dir()
     private_dir(path.parent)
-    tmp = path.with_name(f".tmp-{os.getpid()}-{path.name}")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    if new_folder:  # its name in its parent must be durable as well
+        fsync_dir(path.parent.parent)
+    tmp = path.with_name(tmp_name(RECORD_TMP_PREFIX))
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             json.dump(value, f, indent=1)
@@ -61,6 +76,7 @@ def write_json_atomically(path: Path, value: object) -> None:
         with contextlib.suppress(OSError):
             tmp.unlink()
         raise
+    fsync_dir(path.parent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,12 +105,34 @@ class CheckpointStore:
         self.dir = folder or root / project_key(cwd)
         self.objects = ObjectStore(self.dir / "objects")
         self.changesets = self.dir / "changesets"
+        self._recovered = False
 
     def _record_path(self, cs: ChangeSet) -> Path:
         return self.changesets / cs.session_id / f"{cs.number:06d}-{cs.turn_id}.json"
 
+    def recover(self) -> int:
+        """Remove what killed writers left (object and record temporaries), once per
+        instance; returns how many. Nothing when the store does not exist yet."""
+        if self._recovered or not self.dir.is_dir():
+            return 0
+        self._recovered = True
+        n = self.objects.sweep_temporaries()
+        if self.changesets.is_dir():
+            n += remove_stale_temporaries(
+                self.changesets.glob(f"*/{RECORD_TMP_PREFIX}*"), RECORD_TMP_PREFIX
+            )
+        return n
+
+    def temporaries(self) -> list[Path]:
+        """Every temporary in the store now (the crash stress checks none is left)."""
+        found = self.objects.temporaries()
+        if self.changesets.is_dir():
+            found += self.changesets.glob(f"*/{RECORD_TMP_PREFIX}*")
+        return found
+
     def ensure(self) -> None:
         private_dir(self.dir)
+        self.recover()
         info = self.dir / "project.json"
         if not info.exists():
             write_json_atomically(info, {"path": os.path.realpath(self.cwd)})
@@ -180,6 +218,7 @@ class CheckpointStore:
         return Dropped(dropped, before - total)
 
     def find(self, session_id: str | None, number: int | None) -> list[ChangeSet]:
+        self.recover()
         sets = self.change_sets(session_id)
         if number is not None:
             sets = [c for c in sets if c.number == number]

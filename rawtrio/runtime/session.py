@@ -181,6 +181,7 @@ class Session:
 
             store_ = CheckpointStore(options.checkpoint_dir, self.cwd)
             self.checkpoints = TurnCheckpoints(store_, self.id)
+            self.checkpoints.jobs = lambda: self.jobs  # named in the turn-end note
 
     # --- what the parts hold, read by front ends and tests ------------------------------
 

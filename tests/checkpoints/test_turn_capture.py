@@ -164,8 +164,10 @@ async def test_the_users_git_state_is_left_untouched(tmp_path: Path) -> None:
         git(project, "branch", "-a"),
         git(project, "ls-files", "--stage"),  # the index's entries (git refreshes stat data)
         git(project, "for-each-ref"),
+        git(project, "rev-parse", "HEAD"),
     )
     original = picture(project)
+    dot_git = {p: p.read_bytes() for p in (project / ".git").rglob("*") if p.is_file()}
     state = tmp_path / "state"
     async with session_on(scenario_all_tools(), "anthropic", project, checkpoint_dir=state) as (
         session,
@@ -174,14 +176,22 @@ async def test_the_users_git_state_is_left_untouched(tmp_path: Path) -> None:
     ):
         await session.run_turn("change things")
     store = CheckpointStore(state, project)
+    index = os.stat(project / ".git" / "index")
     assert undo(store).applied
+    assert redo(store).applied
+    assert undo(store).applied
+    after_index = os.stat(project / ".git" / "index")
+    assert (after_index.st_mtime_ns, after_index.st_ino) == (index.st_mtime_ns, index.st_ino)
     assert picture(project) == original
+    # Not one byte of .git was written by the turn, undo or redo (git itself not run yet).
+    assert {p: p.read_bytes() for p in (project / ".git").rglob("*") if p.is_file()} == dot_git
     after = (
         git(project, "status", "--porcelain=v2", "--branch"),
         git(project, "stash", "list"),
         git(project, "branch", "-a"),
         git(project, "ls-files", "--stage"),  # the index's entries (git refreshes stat data)
         git(project, "for-each-ref"),
+        git(project, "rev-parse", "HEAD"),
     )
     assert after == before
 
