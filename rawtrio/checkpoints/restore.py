@@ -205,6 +205,17 @@ def _interrupted(sets: list[ChangeSet]) -> ChangeSet | None:
     return next((c for c in reversed(sets) if c.pending is not None), None)
 
 
+def finish_interrupted(store: CheckpointStore, session_id: str) -> Outcome | None:
+    """Complete the session's undo or redo a crash cut, as its next undo or redo would, so
+    that a rewind plans from whole change sets (None when none was cut). A file that is on
+    neither side is a conflict and nothing is written (the rewind's plan then shows it).
+    Blocking: call from a worker thread."""
+    cut = _interrupted(store.change_sets(session_id))
+    if cut is None:
+        return None
+    return _apply(store, cut, undo=cut.pending == "undo", force=False)
+
+
 def pick_undo(store: CheckpointStore, session_id: str | None, number: int | None) -> ChangeSet:
     sets = store.find(session_id, number)
     if (cut := _interrupted(sets)) is not None:
@@ -330,6 +341,7 @@ def rewind(
     applied change set from the newest down to `number`. Every file is checked first: with
     a conflict and no `force`, nothing is written and the one outcome returned (the newest
     change set's, `applied` false) lists the conflicts."""
+    finish_interrupted(store, session_id)
     sets = store.change_sets(session_id)
     if not any(c.number == number for c in sets):
         raise CheckpointError(f"no checkpoint {number} in that session")

@@ -30,6 +30,7 @@ from rawtrio.checkpoints.restore import (
     Outcome,
     RewindPlan,
     apply_rewind,
+    finish_interrupted,
     plan_rewind,
 )
 from rawtrio.errors import UsageError
@@ -78,6 +79,7 @@ def plan_files(
 ) -> RewindPlan:
     """The change sets a rewind to `prompt` undoes: those of its turn and every later one.
     Blocking: call from a worker thread."""
+    finish_interrupted(store, session_id)  # an undo or redo a crash cut, first
     turns = {p.turn_id for p in prompts if p.number >= prompt.number}
     return plan_rewind(store, [c for c in store.change_sets(session_id) if c.turn_id in turns])
 

@@ -16,7 +16,7 @@ import trio
 
 from rawtrio.checkpoints.capture import TurnCheckpoints
 from rawtrio.checkpoints.objects import ObjectStore, blob_id
-from rawtrio.checkpoints.restore import redo, undo
+from rawtrio.checkpoints.restore import CheckpointError, redo, rewind, undo
 from rawtrio.checkpoints.store import CheckpointStore
 from tests.checkpoints.helpers import picture
 
@@ -155,6 +155,36 @@ async def test_an_undo_or_redo_killed_midway_is_completed_by_the_next_one(
     [cs] = CheckpointStore(root, project).change_sets("s1")
     assert cs.pending is None
     assert cs.state == ("undone" if then == "undo" else "applied")
+
+
+@pytest.mark.parametrize("cut", ["undo", "redo"])
+async def test_a_rewind_finishes_an_undo_or_redo_killed_midway_first(
+    tmp_path: Path, cut: str
+) -> None:
+    """A rewind over a cut undo or redo completes it (as the next undo or redo would)
+    instead of showing its half-restored files as conflicts."""
+    project = tmp_path / "p"
+    project.mkdir()
+    for name in ("a.txt", "b.txt", "c.txt"):
+        (project / name).write_text(f"{name} before\n")
+    original = picture(project)
+    root = tmp_path / "cp"
+    store = CheckpointStore(root, project)
+    command = "for f in a b c; do echo after > $f.txt; done; echo new > d.txt"
+    await bash_turn(TurnCheckpoints(store, "s1"), "t1", command, project)
+    if cut == "redo":
+        assert undo(store, "s1").applied
+    kill_midway(root, project, cut)
+    assert picture(project) != original
+    if cut == "undo":  # finishing the undo put everything back: nothing is left to do
+        with pytest.raises(CheckpointError, match="undone already"):
+            rewind(CheckpointStore(root, project), "s1", 1)
+    else:
+        outcomes = rewind(CheckpointStore(root, project), "s1", 1)
+        assert [(o.applied, o.conflicts) for o in outcomes] == [(True, ())]
+    assert picture(project) == original
+    [cs] = CheckpointStore(root, project).change_sets("s1")
+    assert (cs.pending, cs.state) == (None, "undone")
 
 
 def test_a_store_removed_under_a_running_session_is_made_again(tmp_path: Path) -> None:
