@@ -15,9 +15,13 @@ that settles to its outcome. Ctrl-O shows the details of every tool call and thi
 the app) — its line is highlighted — and its details shown or hidden on their own
 (`Transcript.toggle_selected`); Ctrl-O then applies to every call again.
 
-A `task` call's child session is a block right under the call's line (`ChildBlock`,
-`rawtrio.tui.children`), expanded and collapsed with the call's details; `Nesting` is what
-the transcript and a child block share to hold such children.
+A `task` call's child session is a `ChildBlock` right under the call's line, live: collapsed
+to one line ("agent reader (read the config): 3 tools, running…", then done / cancelled /
+failed), or expanded — with the call's details (the same Enter on the selected call, or
+Ctrl-O) — to the child's own prompt, its text (a few lines of each message) and one line per
+tool call, indented; a grandchild nests again inside it. It is drawn from the child's own
+events, which reach the parent as `subagent_event`s (folded into a `TranscriptView` of the
+child's), so a resumed session whose history holds them shows it as it was.
 """
 
 from __future__ import annotations
@@ -26,12 +30,13 @@ import abc
 import json
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import urwid
 
 from rawtrio import events as ev
 from rawtrio.contracts import ToolStatus
+from rawtrio.frozen import thaw
 from rawtrio.runtime.view import (
     ApprovalView,
     Change,
@@ -53,9 +58,6 @@ from rawtrio.runtime.view import (
 from rawtrio.tui import markdown
 from rawtrio.tui.layout import EndFollowingListBox
 
-if TYPE_CHECKING:
-    from rawtrio.tui.children import ChildBlock
-
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 #: Lines of a tool's output shown when details are on.
 DETAIL_LINES = 40
@@ -73,6 +75,23 @@ KEY_ARGUMENTS = (
 )
 #: The events about a `task` call's child (`Nesting.subagent`).
 SUBAGENT_EVENTS = frozenset({ev.SubagentStarted, ev.SubagentEvent, ev.SubagentEnded})
+#: Lines of each message of a `task` child shown in its expanded block.
+CHILD_TEXT_LINES = 3
+#: How a child's turn outcome reads in its block's summary line: (mark, attribute, label).
+_CHILD_OUTCOME = {
+    "completed": ("✓", "tool ok", "done"),
+    "cancelled": ("✂", "tool cancelled", "cancelled"),
+    "interrupted": ("?", "tool cancelled", "interrupted"),
+    "max_steps": ("✗", "tool error", "failed (max steps)"),
+    "error": ("✗", "tool error", "failed"),
+}
+#: A child whose outcome never arrived, by its `task` call's status (a crashed session's
+#: history: the call recovered as `outcome_unknown`).
+_CHILD_OUTCOME_BY_CALL = {
+    ToolStatus.OK: "completed",
+    ToolStatus.CANCELLED: "cancelled",
+    ToolStatus.OUTCOME_UNKNOWN: "interrupted",
+}
 
 _OUTCOME = {
     ToolStatus.OK: ("✓", "tool ok"),
@@ -92,15 +111,14 @@ def key_argument(arguments: Mapping[str, Any]) -> str:
     for name in KEY_ARGUMENTS:
         value = arguments.get(name)
         if isinstance(value, str) and value:
-            return one_line(value)
+            return _one_line(value)
     for value in arguments.values():
         if isinstance(value, str) and value:
-            return one_line(value)
+            return _one_line(value)
     return ""
 
 
-def one_line(text: str, limit: int = 80) -> str:
-    """`text` on one line, cut to `limit` characters (marked `…`)."""
+def _one_line(text: str, limit: int = 80) -> str:
     line = " ".join(text.split())
     return line if len(line) <= limit else line[: limit - 1] + "…"
 
@@ -258,7 +276,7 @@ class ThinkingBlock(Block):
         if self.details.on:
             return [("thinking", f"✻ thinking\n{self.text.strip()}")]
         lines = self.text.strip().splitlines()
-        first = one_line(lines[0], 70) if lines else ""
+        first = _one_line(lines[0], 70) if lines else ""
         return [("thinking", f"✻ thinking: {first}  (Ctrl-O shows it)")]
 
 
@@ -305,7 +323,9 @@ class ToolBlock(Block):
     def show(self, view: ToolCallView) -> None:
         self.view = view
         if self.child is not None and view.status is not None:
-            self.child.call_finished(view.status)
+            # The child's own ending normally came first; a call that ended without one
+            # (a crashed session's history) settles its child by the call's status.
+            self.child.settle(_CHILD_OUTCOME_BY_CALL.get(view.status, "error"))
         self.changed()
 
     def touch(self) -> None:
@@ -361,7 +381,7 @@ class ToolBlock(Block):
         output = "" if self.child is not None else view.output
         if not self.shows_details:
             last = output.rstrip().rsplit("\n", 1)[-1] if self.running else ""
-            return [*head, "\n", ("dim", "  " + one_line(last, 100))] if last.strip() else head
+            return [*head, "\n", ("dim", "  " + _one_line(last, 100))] if last.strip() else head
         body: list[markdown.Markup] = ["\n", ("dim", "  input: ")]
         body.append(("dim", json.dumps(view.args, ensure_ascii=False, indent=None)))
         shown = view.content or output
@@ -375,8 +395,7 @@ class ToolBlock(Block):
 
 class Nesting:
     """What holds `task` calls — the transcript, and a child block for its grandchildren —
-    and so the blocks of their children (`rawtrio.tui.children`, loaded with the first
-    child): each right under its call's line."""
+    and so the blocks of their children: each right under its call's line."""
 
     details: DetailsToggle
     #: The tool calls held here, by call id, in the order they appeared.
@@ -388,18 +407,12 @@ class Nesting:
     def insert_after(self, anchor: urwid.Widget | None, block: urwid.Widget) -> None:
         """Put `block` right after `anchor` (at the end without one)."""
 
-    def as_container(self) -> ChildBlock | None:
-        """The child block this holder is (None: the transcript)."""
-        return None
-
     def subagent(self, e: ev.Event) -> None:
         """A `subagent_started` / `subagent_event` / `subagent_ended` of one of the `task`
         calls held here: its child block is made, fed the child's event, or ended."""
         if isinstance(e, ev.SubagentStarted):
             self.child_block(e.call_id, e.description, e.agent)
         elif isinstance(e, ev.SubagentEvent):
-            from rawtrio.tui.children import child_event  # loaded with the first child
-
             event = child_event(e)
             if event is not None:  # None: a type this version does not know
                 self.child_block(e.call_id).apply(event)
@@ -418,10 +431,8 @@ class Nesting:
         if description is None:  # a history that begins after the child started
             description = str(args.get("description") or "")
             agent = args.get("agent") if isinstance(args.get("agent"), str) else None
-        from rawtrio.tui.children import ChildBlock  # loaded with the first child
-
         child = ChildBlock(owner, self.details, description=description, agent=agent)
-        child.container = self.as_container()
+        child.container = self if isinstance(self, ChildBlock) else None
         self.children[call_id] = child
         if owner is not None:
             owner.child = child
@@ -444,6 +455,251 @@ class Nesting:
         for child in self.children.values():
             if child.outcome is None:
                 child.tick()
+
+
+def child_event(e: ev.SubagentEvent) -> ev.Event | None:
+    """The child's event a `subagent_event` carries (None: a type this version does not
+    know). Text deltas, most of them, are read without copying the whole object."""
+    data = e.event
+    if not isinstance(data, Mapping):
+        return None
+    if data.get("type") == "text_delta":
+        step, text = data.get("step"), data.get("text")
+        if isinstance(step, int) and isinstance(text, str):
+            turn_id = data.get("turn_id")
+            return ev.TextDelta(
+                session_id=e.child_session_id,
+                seq=int(data.get("seq") or 0),
+                turn_id=turn_id if isinstance(turn_id, str) else None,
+                step=step,
+                text=text,
+            )
+    from rawtrio.store.codec import event_from_json  # loaded with the first child
+
+    plain = thaw(data)
+    return event_from_json(plain) if isinstance(plain, dict) else None
+
+
+class ChildBlock(urwid.WidgetWrap[urwid.Pile], Nesting):
+    """A `task` call's child session, under the call's line, live.
+
+    Collapsed (the default), one line: "└ agent NAME (DESCRIPTION): N tools, running…" —
+    and what it runs now — settling to done / cancelled / failed. Expanded (with its call's
+    details: Enter on the selected call, or Ctrl-O) the child's own transcript follows,
+    indented: its prompt, a few lines of each of its messages, one line per tool call (its
+    own details with Ctrl-O), and its children's blocks nested again."""
+
+    def __init__(
+        self,
+        owner: ToolBlock | None,
+        details: DetailsToggle,
+        *,
+        description: str,
+        agent: str | None,
+    ) -> None:
+        #: The `task` call's line (its details and this block expand together).
+        self.owner = owner
+        self.details = details
+        self.description = description
+        self.agent = agent
+        #: The child's transcript, folded from its events.
+        self.view = TranscriptView()
+        self.tools = {}
+        self.children = {}
+        self._texts: dict[str, ChildText] = {}  # the child's messages, by item key
+        #: The child block this one is inside (None: under a call of the transcript).
+        self.container: ChildBlock | None = None
+        #: The child's turn outcome ("completed", "cancelled", …); None while it runs.
+        self.outcome: str | None = None
+        self.reason = ""
+        self.spin = 0
+        self._header = urwid.Text("", wrap="ellipsis")
+        self._body = urwid.Pile([])
+        self._indented = urwid.Padding(self._body, left=4)
+        self._pile = urwid.Pile([self._header])
+        self._shown_expanded = False
+        self._dirty = True
+        super().__init__(self._pile)
+
+    @property
+    def expanded(self) -> bool:
+        if self.owner is not None:
+            return self.owner.shows_details
+        return self.details.on
+
+    # --- the child's events ------------------------------------------------------------
+
+    def apply(self, e: ev.Event) -> None:
+        """Show one event of the child session."""
+        if type(e) in SUBAGENT_EVENTS:
+            self.subagent(e)
+        for change in self.view.apply(e):
+            self._draw(change)
+        self.touch()
+
+    def settle(self, outcome: str, reason: str = "") -> None:
+        """The child's turn ended with `outcome` (the first word on it is kept)."""
+        if self.outcome is None:
+            self.outcome, self.reason = outcome, reason
+            self.touch()
+
+    def _draw(self, change: Change) -> None:
+        item = change.item
+        if isinstance(item, ToolCallView):
+            self._tool(change, item)
+        elif isinstance(item, MessageView):
+            text = self._texts.get(item.key)
+            if text is None:
+                if not item.text.strip():
+                    return
+                text = self._texts[item.key] = ChildText()
+                self._append(text)
+            text.show(item)
+        elif isinstance(item, UserView):
+            self._append(TextBlock([("dim", "prompt: "), ("tool arg", _one_line(item.text))]))
+        elif isinstance(item, ApprovalView):
+            self._append(TextBlock([("dim", f"permission: {item.decision.replace('_', ' ')}")]))
+        elif isinstance(item, NoticeView):
+            attr = {"warning": "warning", "error": "error"}.get(item.level, "notice")
+            self._append(TextBlock([(attr, item.text)]))
+        elif isinstance(item, TurnEndView):
+            self.settle(str(item.outcome), item.reason)
+
+    def _tool(self, change: Change, item: ToolCallView) -> None:
+        block = self.tools.get(item.call_id)
+        if change.kind is ChangeKind.REMOVED:
+            if block is not None:
+                self._remove(block)
+                del self.tools[item.call_id]
+        elif block is None:
+            block = self.tools[item.call_id] = ToolBlock(item, self.details)
+            block.container = self
+            self._append(block)
+        else:
+            block.show(item)
+
+    # --- the body ----------------------------------------------------------------------
+
+    def _append(self, block: urwid.Widget) -> None:
+        self._body.contents.append((block, self._body.options()))
+
+    def _remove(self, block: urwid.Widget) -> None:
+        for n, (widget, _) in enumerate(self._body.contents):
+            if widget is block:
+                del self._body.contents[n]
+                return
+
+    def insert_after(self, anchor: urwid.Widget | None, block: urwid.Widget) -> None:
+        for n, (widget, _) in enumerate(self._body.contents):
+            if widget is anchor:
+                self._body.contents.insert(n + 1, (block, self._body.options()))
+                return
+        self._append(block)
+
+    # --- drawing -----------------------------------------------------------------------
+
+    def changed(self) -> None:
+        self._dirty = True
+        self._invalidate()
+
+    def touch(self) -> None:
+        """Redraw this block and the child blocks it is inside."""
+        block: ChildBlock | None = self
+        while block is not None:
+            block.changed()
+            block = block.container
+
+    def tick(self) -> None:
+        self.spin += 1
+        for tool in self.tools.values():
+            if tool.running:
+                tool.tick()
+        self.tick_children()
+        self.changed()
+
+    @property
+    def label(self) -> str:
+        """Who the child is: "agent NAME (DESCRIPTION)", or "subagent (…)" when it runs
+        the parent's agent."""
+        label = f"agent {self.agent}" if self.agent else "subagent"
+        return f"{label} ({_one_line(self.description, 60)})" if self.description else label
+
+    def summary(self) -> list[markdown.Markup]:
+        """The one line that stands for the child collapsed (and heads it expanded)."""
+        n = len(self.tools)
+        line: list[markdown.Markup] = [
+            ("dim", "  └ "),
+            ("tool name", self.label),
+            ": ",
+            f"{n} tool{'' if n == 1 else 's'}, ",
+        ]
+        if self.outcome is None:
+            line.append(("tool run", SPINNER[self.spin % len(SPINNER)] + " running…"))
+            running = [t for t in self.tools.values() if t.running]
+            if running and not self.expanded:
+                now = running[-1].view
+                arguments = now.arguments if isinstance(now.arguments, Mapping) else {}
+                line += ["  ", ("dim", f"{now.name} {key_argument(arguments)}".rstrip())]
+            return line
+        mark, attr, text = _CHILD_OUTCOME.get(self.outcome, ("✗", "tool error", self.outcome))
+        line.append((attr, f"{mark} {text}"))
+        if self.outcome not in ("completed", "cancelled") and self.reason:
+            line += [": ", ("dim", _one_line(self.reason, 80))]
+        return line
+
+    def _refresh(self) -> None:
+        expanded = self.expanded
+        if expanded != self._shown_expanded:
+            self._shown_expanded = expanded
+            if expanded:
+                self._pile.contents.append((self._indented, self._pile.options()))
+            else:
+                del self._pile.contents[1:]
+            self._dirty = True
+        if self._dirty:
+            self._dirty = False
+            self._header.set_text(self.summary())
+
+    def render(
+        self, size: tuple[()] | tuple[int] | tuple[int, int], focus: bool = False
+    ) -> urwid.Canvas:
+        self._refresh()
+        return super().render(size, focus)
+
+    def rows(self, size: tuple[int], focus: bool = False) -> int:  # flow widget
+        self._refresh()
+        return int(super().rows(size, focus))
+
+    def text(self, cols: int = 100) -> str:
+        """What the block shows now, as plain text (for tests and logs)."""
+        canvas = self.render((cols,))
+        return "\n".join(line.decode().rstrip() for line in canvas.text)
+
+
+class ChildText(Block):
+    """A few lines of a child's message: its first ones once final, its last while it
+    streams (laid out only when drawn: a collapsed child costs nothing per delta)."""
+
+    def __init__(self) -> None:
+        self.item: MessageView | None = None
+        super().__init__()
+
+    def show(self, item: MessageView) -> None:
+        self.item = item
+        self.changed()
+
+    def markup(self) -> list[markdown.Markup]:
+        if self.item is None:
+            return []
+        text = self.item.text
+        lines = [_one_line(line, 160) for line in text.strip().splitlines() if line.strip()]
+        if len(lines) > CHILD_TEXT_LINES:
+            if self.item.final:
+                more = len(lines) - CHILD_TEXT_LINES
+                lines = [*lines[:CHILD_TEXT_LINES], f"… ({more} more lines)"]
+            else:
+                lines = ["…", *lines[-CHILD_TEXT_LINES:]]
+        return [("dim", "\n".join(lines))]
 
 
 class Transcript(Nesting):

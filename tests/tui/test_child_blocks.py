@@ -12,8 +12,7 @@ from rawtrio.contracts import ToolStatus, TurnOutcome
 from rawtrio.frozen import freeze
 from rawtrio.permissions.approval import ApprovalDecision
 from rawtrio.tui.app import ChatApp
-from rawtrio.tui.blocks import Transcript
-from rawtrio.tui.children import ChildBlock
+from rawtrio.tui.blocks import ChildBlock, Transcript
 from rawtrio.tui.host import ChatSetup
 
 P, C, G = "parent", "child", "grandchild"
