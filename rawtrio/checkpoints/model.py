@@ -116,6 +116,13 @@ class ChangeSet:
             text += f"; {len(self.not_captured)} not captured"
         return text
 
+    def flags(self) -> str:
+        """ "applied", "undone, cancelled", "applied, undo interrupted …" for listings."""
+        flags = [self.state] + (["cancelled"] if self.cancelled else [])
+        if self.pending is not None:
+            flags.append(f"{self.pending} interrupted: the next undo or redo finishes it")
+        return ", ".join(flags)
+
     def with_state(self, state: State, at: float | None) -> ChangeSet:
         return replace(self, state=state, undone_at=at, pending=None)
 

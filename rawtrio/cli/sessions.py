@@ -276,8 +276,7 @@ def render_checkpoints(record: SessionRecord) -> str:
         return ""
     lines = ["checkpoints (rawtrio undo --session ID --turn N):"]
     for cs in sets:
-        flags = cs.state + (", cancelled" if cs.cancelled else "")
-        lines.append(f"  #{cs.number}  {cs.summary()}  [{flags}]  {_stamp(cs.created_at)}")
+        lines.append(f"  #{cs.number}  {cs.summary()}  [{cs.flags()}]  {_stamp(cs.created_at)}")
         for f in cs.files:
             mark = "A" if f.before is None else "D" if f.after is None else "M"
             lines.append(f"      {mark} {f.path}  (+{f.added} \u2212{f.removed})")

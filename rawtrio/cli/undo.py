@@ -83,9 +83,8 @@ def main(argv: list[str], action: str) -> int:
 
 
 def describe_line(cs: ChangeSet) -> str:
-    flags = [cs.state] + (["cancelled"] if cs.cancelled else [])
     prompt = cs.prompt.splitlines()[0][:60] if cs.prompt else ""
-    return f"{cs.session_id[:8]}  #{cs.number}  {cs.summary()}  [{', '.join(flags)}]  {prompt!r}"
+    return f"{cs.session_id[:8]}  #{cs.number}  {cs.summary()}  [{cs.flags()}]  {prompt!r}"
 
 
 def find_session(root: Path, prefix: str) -> tuple[CheckpointStore, str] | str:

@@ -18,6 +18,7 @@ from rawtrio.checkpoints.capture import TurnCheckpoints
 from rawtrio.checkpoints.objects import ObjectStore, blob_id
 from rawtrio.checkpoints.restore import CheckpointError, redo, rewind, undo
 from rawtrio.checkpoints.store import CheckpointStore
+from rawtrio.cli.undo import describe_line
 from tests.checkpoints.helpers import picture
 
 
@@ -176,6 +177,8 @@ async def test_a_rewind_finishes_an_undo_or_redo_killed_midway_first(
         assert undo(store, "s1").applied
     kill_midway(root, project, cut)
     assert picture(project) != original
+    [listed] = CheckpointStore(root, project).change_sets("s1")  # listings say so
+    assert f"{cut} interrupted: the next undo or redo finishes it" in describe_line(listed)
     if cut == "undo":  # finishing the undo put everything back: nothing is left to do
         with pytest.raises(CheckpointError, match="undone already"):
             rewind(CheckpointStore(root, project), "s1", 1)
