@@ -215,7 +215,14 @@ class TurnCheckpoints:
         self.store.ensure()
         objects = self.store.objects
         with objects.batch():
-            return snapshot(self.cwd, objects, self.store.limits, state.budget, self._cache)
+            return snapshot(
+                self.cwd,
+                objects,
+                self.store.limits,
+                state.budget,
+                self._cache,
+                skip=self.store.own_folders(),
+            )
 
     def _compare(self, state: TurnState, old: Snapshot | None = None) -> list[PathChange]:
         """Note each changed path's first before of the turn, comparing the tree with the

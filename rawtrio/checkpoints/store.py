@@ -102,10 +102,20 @@ class CheckpointStore:
     ) -> None:
         self.cwd = cwd
         self.limits = limits or Limits()
+        self.root = root
         self.dir = folder or root / project_key(cwd)
         self.objects = ObjectStore(self.dir / "objects")
         self.changesets = self.dir / "changesets"
         self._recovered = False
+
+    def own_folders(self) -> tuple[Path, ...]:
+        """Folders a snapshot never enters when they lie inside the project (rawtrio run
+        in the home folder, or a state directory inside the project): the checkpoints
+        themselves and the state directory holding them (the session store, the logs).
+        Captured, an undo would put an older session store back."""
+        if self.root.name == ROOT_NAME:
+            return (self.root, self.root.parent)
+        return (self.root,)
 
     def _record_path(self, cs: ChangeSet) -> Path:
         return self.changesets / cs.session_id / f"{cs.number:06d}-{cs.turn_id}.json"

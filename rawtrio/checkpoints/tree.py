@@ -114,12 +114,14 @@ def snapshot(
     limits: Limits,
     budget: Budget,
     cache: dict[str, Seen],
+    skip: tuple[Path, ...] = (),
 ) -> Snapshot:
     """Walk `root` (in a worker thread: it checks for cancellation as it goes, so a cancel
-    of the turn ends a long walk within a few files rather than after the whole tree)."""
+    of the turn ends a long walk within a few files rather than after the whole tree),
+    never entering the folders of `skip` (rawtrio's own, `CheckpointStore.own_folders`)."""
     snap = Snapshot()
     count = 0
-    for entry in Walker(root):
+    for entry in Walker(root, skip=skip):
         if count % CANCEL_CHECK_EVERY == 0:
             check_cancelled()
         if entry.is_dir:

@@ -50,10 +50,27 @@ class _Rules:
 class Walker:
     """One walk. `skipped_ignored` counts entries left out by ignore rules."""
 
-    def __init__(self, root: Path, *, gitignore: bool = True, max_depth: int | None = None) -> None:
+    def __init__(
+        self,
+        root: Path,
+        *,
+        gitignore: bool = True,
+        max_depth: int | None = None,
+        skip: tuple[Path, ...] = (),
+    ) -> None:
+        """`skip`: folders never entered nor listed wherever they turn up in the tree
+        (matched by device and inode; those that do not exist are ignored)."""
         self.root = root
         self.gitignore = gitignore
         self.max_depth = max_depth
+        self._skip: set[tuple[int, int]] = set()
+        for folder in skip:
+            try:
+                st = os.stat(folder)
+            except OSError:
+                continue
+            self._skip.add((st.st_ino, st.st_dev))
+        self._skip_inodes = {ino for ino, _dev in self._skip}
         self.skipped_ignored = 0
         self.unreadable_dirs = 0
         self._seen = 0
@@ -86,6 +103,8 @@ class Walker:
                 is_symlink = entry.is_symlink()
             except OSError:
                 continue
+            if is_dir and entry.inode() in self._skip_inodes and self._skipped(entry):
+                continue
             child_rel = f"{rel}/{entry.name}" if rel else entry.name
             if rules and _ignored(rules, child_rel, is_dir):
                 self.skipped_ignored += 1
@@ -93,6 +112,13 @@ class Walker:
             yield Entry(child_rel, entry.path, is_dir, is_symlink, depth)
             if is_dir and (self.max_depth is None or depth < self.max_depth):
                 yield from self._walk(entry.path, child_rel, depth + 1, rules)
+
+    def _skipped(self, entry: os.DirEntry[str]) -> bool:
+        try:
+            st = entry.stat(follow_symlinks=False)
+        except OSError:
+            return False
+        return (st.st_ino, st.st_dev) in self._skip
 
     def _root_rules(self) -> list[_Rules]:
         found = []

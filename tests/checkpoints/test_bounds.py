@@ -58,3 +58,22 @@ async def test_the_turns_budget_spent_is_said_and_binary_content_round_trips(
     assert "not captured, so not restored:\n  b.bin: its content before the turn" in (
         out.describe("undo")
     )
+
+
+async def test_a_state_directory_inside_the_project_is_never_captured(tmp_path: Path) -> None:
+    """rawtrio run in the home folder (or a state directory inside the project): its own
+    session store and checkpoints are no part of a turn's changes, and an undo never puts
+    an older session store back."""
+    project = tmp_path / "home"
+    state = project / ".local" / "state" / "rawtrio"
+    state.mkdir(parents=True)
+    (state / "sessions.db").write_text("v1\n")
+    (project / "a.txt").write_text("before\n")
+    store = CheckpointStore(state / "checkpoints", project)
+    # The call changes a file while rawtrio writes its own store.
+    command = "echo after > a.txt; echo v2 > .local/state/rawtrio/sessions.db"
+    cs = await bash_turn(store, command, project)
+    assert [f.path for f in cs.files] == ["a.txt"]
+    assert undo(store, "s").applied
+    assert (project / "a.txt").read_text() == "before\n"
+    assert (state / "sessions.db").read_text() == "v2\n"
