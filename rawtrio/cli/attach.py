@@ -36,9 +36,8 @@ import selectors
 import sys
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, TypeVar
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
 
 # Re-exported: the terminal chat takes the decision from here too (`rawtrio.tui.runner`).
 from rawtrio.cli.attaching import attach_mode as attach_mode
@@ -133,8 +132,7 @@ class RendererImport:
             raise self._error
 
 
-@dataclass(frozen=True)
-class Totals:
+class Totals(NamedTuple):
     """The host's `_rawtrio/session/usage` answer."""
 
     cost_usd: float | None
