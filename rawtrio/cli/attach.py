@@ -35,9 +35,9 @@ import os
 import selectors
 import sys
 import threading
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, NamedTuple, TypeVar
 
 # Re-exported: the terminal chat takes the decision from here too (`rawtrio.tui.runner`).
 from rawtrio.cli.attaching import attach_mode as attach_mode
@@ -55,8 +55,10 @@ from rawtrio.unicode_safety import replace_unwritable
 
 if TYPE_CHECKING:
     from rawtrio import events as ev
-    from rawtrio.cli.headless_output import HeadlessOutput
+    from rawtrio.contracts import TurnOutcome
     from rawtrio.host.client import HostConnection, HostInfo, RemoteError
+
+T = TypeVar("T")
 
 
 def main(args: argparse.Namespace, latch: SignalLatch) -> int:
@@ -81,19 +83,26 @@ def main(args: argparse.Namespace, latch: SignalLatch) -> int:
             return exc.exit_code
         return run_here(prompt, args, latch)
     conn, info = found
-    renderer = RendererImport.start()
+    fmt = args.output_format or "text"
+    # `text` and `events` are written from the events' JSON (`rawtrio.cli.event_lines`);
+    # Claude Code's formats render the event classes, loaded meanwhile.
+    renderer = None if fmt in JSON_LINES else RendererImport.start()
     with conn:
         if latch.received:  # before anything was asked of the host: no turn yet
             return latch.exit_code or ExitCode.SIGINT
-        run = AttachedRun(conn, info, latch, args.output_format or "text", renderer)
+        run = AttachedRun(conn, info, latch, fmt, renderer)
         return run.run(prompt, args)
 
 
+#: The output formats written straight from the events' JSON objects.
+JSON_LINES: Final = ("text", "events")
+
+
 class RendererImport:
-    """The modules that render the turn's events — the event classes, the transcript view,
-    the event codec: ~100 ms of building frozen dataclasses, more than the host takes to
-    start the session — imported in a thread while this one talks to the host (it waits in
-    `select`, without the GIL). `wait` returns once they are loaded (raising what the
+    """The modules that render `json` and `stream-json` — the event classes, the transcript
+    view, the event codec: ~100 ms of building frozen dataclasses, more than the host takes
+    to start the session — imported in a thread while this one talks to the host (it waits
+    in `select`, without the GIL). `wait` returns once they are loaded (raising what the
     import raised). Nothing this thread imports is imported by the other before `wait`."""
 
     MODULES: Final = ("rawtrio.cli.headless_output", "rawtrio.store.codec")
@@ -123,8 +132,7 @@ class RendererImport:
             raise self._error
 
 
-@dataclass(frozen=True)
-class Totals:
+class Totals(NamedTuple):
     """The host's `_rawtrio/session/usage` answer."""
 
     cost_usd: float | None
@@ -155,7 +163,7 @@ class AttachedRun:
         info: HostInfo,
         latch: SignalLatch,
         fmt: str,
-        renderer: RendererImport,
+        renderer: RendererImport | None,
     ) -> None:
         self._conn = conn
         self._info = info
@@ -260,13 +268,24 @@ class AttachedRun:
         )
         self._turn_started = True
         turn_id = _field(submitted, "turnId", "_rawtrio/session/submit")
+        if self._renderer is None:
+            return self._turn_lines(session_id, turn_id, wake_fd)
         self._renderer.wait()  # loaded while the host started the session
         from rawtrio.cli.headless_output import HeadlessOutput, SessionFacts, report
+        from rawtrio.store.codec import event_from_json  # loaded by `RendererImport`
 
         output = HeadlessOutput(self._fmt, sys.stdout, session_id, turn_id)
         if init is not None:
             output.start(SessionFacts.from_info(*init))
-        ended = self._follow(output, session_id, wake_fd)
+
+        def render(data: dict[str, Any]) -> ev.TurnEnded | None:
+            try:
+                event = event_from_json(data)
+            except (TypeError, ValueError) as exc:
+                raise _undecodable(exc) from None
+            return None if event is None else output.render(event)
+
+        ended = self._follow(render, session_id, wake_fd)
         totals = None
         if output.needs_totals:
             usage = conn.request("_rawtrio/session/usage", {"sessionId": session_id})
@@ -274,9 +293,28 @@ class AttachedRun:
         output.finish(ended, totals)
         return report(ended, self._latch)
 
-    def _follow(self, output: HeadlessOutput, session_id: str, wake_fd: int) -> ev.TurnEnded:
-        """Render the session's events until the turn's end, cancelling the turn on the
-        first signal (one that came while the session started included)."""
+    def _turn_lines(self, session_id: str, turn_id: str, wake_fd: int) -> int:
+        """`text` and `events`: written from the events' JSON, no event class built."""
+        from rawtrio.cli.event_lines import AttachedLines, BadEvent, outcome_exit
+
+        output = AttachedLines(self._fmt, sys.stdout, turn_id)
+
+        def render(data: dict[str, Any]) -> tuple[TurnOutcome, str] | None:
+            try:
+                return output.render(data)
+            except BadEvent as exc:
+                raise _undecodable(exc) from None
+
+        outcome, reason = self._follow(render, session_id, wake_fd)
+        output.finish()
+        return outcome_exit(outcome, reason, self._latch)
+
+    def _follow(
+        self, render: Callable[[dict[str, Any]], T | None], session_id: str, wake_fd: int
+    ) -> T:
+        """Render the session's events until the turn's end (what `render` returns for
+        it), cancelling the turn on the first signal (one that came while the session
+        started included)."""
         with selectors.DefaultSelector() as selector:
             selector.register(self._conn.fileno(), selectors.EVENT_READ, "host")
             selector.register(wake_fd, selectors.EVENT_READ, "signal")
@@ -290,8 +328,8 @@ class AttachedRun:
                         else:
                             self._conn.receive_available()
                     continue
-                event = _event_of(message, session_id)
-                if event is not None and (ended := output.render(event)) is not None:
+                data = _event_of(message, session_id)
+                if data is not None and (ended := render(data)) is not None:
                     return ended
 
     def _cancel_on_signal(self, session_id: str) -> None:
@@ -328,20 +366,19 @@ def _field(result: Any, name: str, method: str) -> str:
     return value
 
 
-def _event_of(message: dict[str, Any], session_id: str) -> ev.Event | None:
-    """The event a `_rawtrio/event` notification of this session carries, else None."""
+def _event_of(message: dict[str, Any], session_id: str) -> dict[str, Any] | None:
+    """The event object a `_rawtrio/event` notification of this session carries, else
+    None."""
     if message.get("method") != "_rawtrio/event":
         return None
     params = message.get("params")
     if not isinstance(params, dict) or params.get("sessionId") != session_id:
         return None
     data = params.get("event")
-    if not isinstance(data, dict):
-        return None
-    from rawtrio.host.client import ProtocolFault
-    from rawtrio.store.codec import event_from_json  # loaded by `RendererImport`
+    return data if isinstance(data, dict) else None
 
-    try:
-        return event_from_json(data)
-    except (TypeError, ValueError) as exc:
-        raise ProtocolFault(f"an event that does not decode: {exc}") from None
+
+def _undecodable(exc: Exception) -> Exception:
+    from rawtrio.host.client import ProtocolFault
+
+    return ProtocolFault(f"an event that does not decode: {exc}")

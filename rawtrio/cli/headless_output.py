@@ -20,14 +20,22 @@ from typing import Protocol, TextIO
 
 from rawtrio import events as ev
 from rawtrio.cli.claude_output import ClaudeTurn, SessionFacts
+from rawtrio.cli.event_lines import (
+    OUTCOME_EXIT,
+    TextLines,
+    denied_line,
+    notice_line,
+    outcome_exit,
+)
 from rawtrio.cli.headless_input import read_prompt, say_notice
 from rawtrio.cli.signals import SignalLatch
-from rawtrio.contracts import ExitCode, ToolStatus, TurnOutcome
+from rawtrio.contracts import ToolStatus
 from rawtrio.runtime.view import MessageView, NoticeView, ToolCallView, ToolPhase, TranscriptView
-from rawtrio.unicode_safety import replace_lone_surrogates, scrub_json
+from rawtrio.unicode_safety import scrub_json
 
 __all__ = [
     "FORMATS",
+    "OUTCOME_EXIT",
     "HeadlessOutput",
     "SessionFacts",
     "SessionTotals",
@@ -40,12 +48,6 @@ __all__ = [
 #: `--output-format`: the answer text, Claude Code's result object, Claude Code's message
 #: lines (`rawtrio.cli.claude_output`), rawtrio's own event lines (docs/contracts.md).
 FORMATS = ("text", "json", "stream-json", "events")
-
-OUTCOME_EXIT = {
-    TurnOutcome.COMPLETED: ExitCode.COMPLETED,
-    TurnOutcome.MAX_STEPS: ExitCode.MAX_STEPS,
-    TurnOutcome.ERROR: ExitCode.ERROR,
-}
 
 
 class SessionTotals(Protocol):
@@ -62,14 +64,7 @@ class SessionTotals(Protocol):
 
 def report(ended: ev.TurnEnded, latch: SignalLatch) -> int:
     """Say on stderr why a turn did not complete; return the exit code for its outcome."""
-    if ended.outcome is TurnOutcome.COMPLETED:
-        return ExitCode.COMPLETED
-    if ended.outcome is TurnOutcome.CANCELLED:
-        print(f"rawtrio: cancelled ({ended.reason})", file=sys.stderr)
-        return latch.exit_code or ExitCode.SIGINT
-    label = "error" if ended.outcome is TurnOutcome.ERROR else "stopped"
-    print(f"rawtrio: {label}: {ended.reason}", file=sys.stderr)
-    return OUTCOME_EXIT[ended.outcome]
+    return outcome_exit(ended.outcome, ended.reason, latch)
 
 
 class HeadlessOutput:
@@ -153,49 +148,27 @@ class HeadlessOutput:
 
 class TextOutput:
     """`--output-format text`: the model's text on stdout, each step's on a line of its
-    own; denied calls and notices on stderr, one line each (from the transcript view)."""
+    own; denied calls and notices on stderr, one line each (from the transcript view, laid
+    out by `TextLines`, which the attached run's `TextFold` shares)."""
 
     def __init__(self, out: TextIO) -> None:
-        self._out = out
+        self._lines = TextLines(out)
         self._view = TranscriptView(retain=False)
-        self._step: int | None = None  # the step whose text was written last
-        self._at_line_start = True
 
     def render(self, event: ev.Event) -> None:
         for change in self._view.apply(event):
             item = change.item
             if isinstance(item, MessageView) and change.appended:
-                self._text(item.step, change.appended)
+                self._lines.text(item.step, change.appended)
             elif (
                 isinstance(item, ToolCallView)
                 and change.entered(ToolPhase.FINISHED)
                 and item.status is ToolStatus.DENIED
             ):
-                why = item.content.strip().splitlines()[0] if item.content.strip() else ""
-                if not why.lower().startswith("denied"):
-                    by = f" by {item.denied_by.value}" if item.denied_by is not None else ""
-                    why = f"denied{by}" + (f": {why}" if why else "")
-                self._say(f"{item.name}: {why}")
+                self._lines.say(denied_line(item.name, item.content, item.denied_by))
             elif isinstance(item, NoticeView):
-                self._say(item.text if item.level == "info" else f"{item.level}: {item.text}")
-
-    def _text(self, step: int, text: str) -> None:
-        if self._step is not None and step != self._step and not self._at_line_start:
-            self._out.write("\n")
-        self._step = step
-        self._out.write(replace_lone_surrogates(text))
-        self._out.flush()
-        self._at_line_start = text.endswith("\n")
+                self._lines.say(notice_line(item.level, item.text))
 
     def end(self) -> None:
         """End the last line; print nothing when no text came."""
-        if not self._at_line_start:
-            self._out.write("\n")
-            self._at_line_start = True
-
-    def _say(self, line: str) -> None:
-        if not self._at_line_start and self._out.isatty():  # both on one terminal
-            self._out.write("\n")
-            self._out.flush()
-            self._at_line_start = True
-        print(f"rawtrio: {replace_lone_surrogates(line)}", file=sys.stderr, flush=True)
+        self._lines.end()

@@ -20,9 +20,8 @@ import selectors
 import socket
 import time
 from collections import deque
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 from rawtrio.host.paths import PROTOCOL, socket_path_fits
 
@@ -66,8 +65,7 @@ class RemoteError(Exception):
         return code if isinstance(code, int) and not isinstance(code, bool) else None
 
 
-@dataclass(frozen=True)
-class HostInfo:
+class HostInfo(NamedTuple):
     """Who answered the handshake (`initialize`)."""
 
     pid: int | None

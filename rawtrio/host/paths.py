@@ -19,9 +19,8 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 # The socket's name digests the state directory. CPython's built-in SHA-256 gives the same
 # digest as `hashlib`'s without loading OpenSSL (~5 ms of every attached client's start);
@@ -44,8 +43,7 @@ LOG_NAME: Final = "host.log"
 MAX_SOCKET_PATH: Final = 107
 
 
-@dataclass(frozen=True)
-class HostPaths:
+class HostPaths(NamedTuple):
     state: Path
     lock: Path
     registration: Path
@@ -89,8 +87,7 @@ def _ours(folder: Path) -> bool:
     return folder.is_dir() and st.st_uid == os.getuid()
 
 
-@dataclass(frozen=True)
-class Registration:
+class Registration(NamedTuple):
     """What a running host wrote into `host.json`."""
 
     pid: int

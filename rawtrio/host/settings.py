@@ -10,8 +10,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NamedTuple
 
 from rawtrio.config.safe_read import MAX_CONFIG_BYTES, read_bounded
 from rawtrio.config.user_path import user_config_path
@@ -21,8 +20,7 @@ AttachMode = Literal["auto", "never"]
 DEFAULT_IDLE_EXIT_S: Final = 1800.0
 
 
-@dataclass(frozen=True)
-class HostSettings:
+class HostSettings(NamedTuple):
     attach: AttachMode = "auto"
     autostart: bool = False
     idle_exit_s: float = DEFAULT_IDLE_EXIT_S
