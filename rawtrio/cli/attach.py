@@ -49,13 +49,12 @@ from rawtrio.cli.attaching import start_host as start_host
 from rawtrio.cli.attaching import state_dir as state_dir
 from rawtrio.cli.headless_input import UserMessages, read_prompt, say_notice
 from rawtrio.cli.signals import Interrupted, SignalLatch
-from rawtrio.contracts import ExitCode
+from rawtrio.contracts import ExitCode, TurnOutcome
 from rawtrio.errors import UsageError
 from rawtrio.unicode_safety import replace_unwritable
 
 if TYPE_CHECKING:
     from rawtrio import events as ev
-    from rawtrio.contracts import TurnOutcome
     from rawtrio.host.client import HostConnection, HostInfo, RemoteError
 
 T = TypeVar("T")
@@ -172,6 +171,8 @@ class AttachedRun:
         self._renderer = renderer
         self._signals_seen = 0
         self._turn_started = False
+        #: How the last turn ended (`--input-format stream-json` goes on unless cancelled).
+        self._last_outcome: TurnOutcome | None = None
 
     @property
     def _host(self) -> str:
@@ -239,7 +240,9 @@ class AttachedRun:
                 return code
             code = self._turn(prompt, session_id, wake_fd, init)
             init = None
-            if self._latch.received:  # the turn was cancelled: the run ends with it
+            # A cancelled turn ends the run with its code, as a local run does; a signal
+            # that came after the turn ended is the next wait's (130, 143).
+            if self._last_outcome is TurnOutcome.CANCELLED:
                 return code
 
     def _next_prompt(self, messages: UserMessages, wake_fd: int) -> str | None:
@@ -291,6 +294,7 @@ class AttachedRun:
             usage = conn.request("_rawtrio/session/usage", {"sessionId": session_id})
             totals = Totals.from_json(usage)
         output.finish(ended, totals)
+        self._last_outcome = ended.outcome
         return report(ended, self._latch)
 
     def _turn_lines(self, session_id: str, turn_id: str, wake_fd: int) -> int:
@@ -307,6 +311,7 @@ class AttachedRun:
 
         outcome, reason = self._follow(render, session_id, wake_fd)
         output.finish()
+        self._last_outcome = outcome
         return outcome_exit(outcome, reason, self._latch)
 
     def _follow(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -438,3 +439,38 @@ def test_the_state_dir_is_the_stores(monkeypatch: pytest.MonkeyPatch, tmp_path: 
     assert state_dir() == paths.state_dir() == tmp_path
     assert json.dumps(str(state_dir()))
     assert os.path.isabs(state_dir())
+
+
+def test_stream_input_a_signal_whose_turn_completed_anyway_ends_the_run_130(
+    iso: Isolation, state: Path
+) -> None:
+    """`--input-format stream-json`: a SIGINT during a turn that the host then reports
+    completed (the cancel came too late) ends the run as one waiting for the next message
+    would, 130, as a local run does; it was exit 0 when the signal landed around the end."""
+    args = ["-p", "--input-format", "stream-json", "--output-format", "events"]
+    with fake_host(socket_of(iso, state)) as host:
+        run = LiveRun.start(iso, *args, env=env_for(state), stdin=subprocess.PIPE)
+        assert run.proc.stdin is not None
+        run.proc.stdin.write('{"type": "user", "message": {"role": "user", "content": "hi"}}\n')
+        run.proc.stdin.flush()
+        peer = host.accept()
+        peer.start_turn()
+        peer.event(ev.TextDelta(session_id="s1", turn_id="t1", seq=2, step=1, text="done"))
+        run.wait_for_event("text_delta")
+        run.signal(signal.SIGINT, group=True)
+        peer.expect("_rawtrio/session/cancel")
+        peer.event(
+            ev.TurnEnded(
+                session_id="s1",
+                turn_id="t1",
+                seq=3,
+                outcome=TurnOutcome.COMPLETED,
+                reason="end_turn",
+                steps=1,
+            )
+        )
+        done = run.finish()  # stdin is still open: no message, no second submit
+        run.proc.stdin.close()
+        assert peer.read() is None
+    assert done.returncode == 130, done.stderr
+    assert done.json_lines()[-1]["outcome"] == "completed"
