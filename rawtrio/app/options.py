@@ -300,6 +300,7 @@ def _resolve_files(args: argparse.Namespace, env: Mapping[str, str]) -> _Found:
         resolved.loaded.config.mcp_servers,
         store=TrustStore.default(env),
         trust=bool(getattr(args, "trust", False)),
+        strict=False,  # a broken file is said, and its servers left out
     )
     resolved = with_project_servers(resolved, mcp)
     resolved.check_hook_matchers(HOOKABLE_TOOL_IDS)

@@ -65,10 +65,13 @@ def project_mcp(
     *,
     store: TrustStore,
     trust: bool = False,
+    strict: bool = True,
 ) -> ProjectMcp:
-    """Read the project's `.mcp.json` (module docstring). ConfigFileError (exit 2) for a
-    file that is unsafe to read or not Claude Code's JSON shape; `trust` (`--trust`)
-    approves it and records the approval."""
+    """Read the project's `.mcp.json` (module docstring); `trust` (`--trust`) approves it
+    and records the approval. A file that is unsafe to read or not Claude Code's JSON
+    shape is a ConfigFileError (exit 2) when `strict` (`config check`, `mcp list`);
+    otherwise (a session starting) its servers are not used and a notice says why, so a
+    cloned project's broken file never stops rawtrio from starting there."""
     root = project_root(cwd)
     file = root / MCP_JSON
     if not os.path.lexists(file):
@@ -76,12 +79,14 @@ def project_mcp(
     try:
         raw = read_bounded(file, limit=MAX_CONFIG_BYTES, within=root, what=MCP_JSON)
         imported = import_servers(raw.decode("utf-8"), str(file))
-    except UnsafeFileError as exc:
-        reason = f"cannot read the file: it {exc.reason}"
-        raise ConfigFileError([problem(file, "", reason)]) from None
-    except (UnicodeDecodeError, McpImportError) as exc:
-        reason = f"expected Claude Code's .mcp.json shape: {exc}"
-        raise ConfigFileError([problem(file, "", reason)]) from None
+    except (UnsafeFileError, UnicodeDecodeError, McpImportError) as exc:
+        if isinstance(exc, UnsafeFileError):
+            reason = f"cannot read the file: it {exc.reason}"
+        else:
+            reason = f"expected Claude Code's .mcp.json shape: {exc}"
+        if strict:
+            raise ConfigFileError([problem(file, "", reason)]) from None
+        return ProjectMcp(file, notices=(f"{file}: its MCP servers are not used: {reason}",))
     notices = [f"{file}: {w}" for w in imported.warnings]
     defined = tuple(imported.servers)
     digest = hashlib.sha256(raw).hexdigest()

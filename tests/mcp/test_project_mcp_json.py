@@ -108,3 +108,15 @@ def test_a_broken_mcp_json_is_a_clear_error(repo: Path, capsys: pytest.CaptureFi
     err = capsys.readouterr().err
     assert f"{repo / '.mcp.json'}" in err
     assert "not valid JSON" in err
+
+
+async def test_a_broken_mcp_json_never_stops_a_session_from_starting(repo: Path) -> None:
+    """A cloned project's broken `.mcp.json` is said, and its servers left out; the session
+    starts (only `config check` and `mcp list` refuse it, above)."""
+    file = repo / ".mcp.json"
+    file.write_text("{not json")
+    servers, notices = await session_servers(repo)
+    assert servers == []
+    [notice] = [n for n in notices if str(file) in n]
+    assert notice.startswith(f"{file}: its MCP servers are not used: expected Claude Code's")
+    assert "not valid JSON" in notice
