@@ -132,6 +132,16 @@ async def test_tasks_that_look_for_marked_processes_together_share_one_scan(
             open_process_group(spec_for("exec sleep 60", tmp_path)) as a,
             open_process_group(spec_for("exec sleep 60", tmp_path)) as b,
         ):
+            # A process is found by its environment once its execs are done (`sh`, then the
+            # `sleep` it execs): before and during an exec /proc shows the parent's
+            # environment or none, and a scan at that moment rightly misses it.
+            for group in (a, b):
+                cmdline = f"/proc/{group.pid}/cmdline"
+                # Polling: an exec has no event to wait for.
+                while not (watchdog_process.read_proc_file(cmdline) or b"").startswith(  # noqa: ASYNC110
+                    b"sleep\0"
+                ):
+                    await trio.sleep(0.005)
             found: dict[str, list[int]] = {}
 
             async def look(marker: str) -> None:
