@@ -184,7 +184,7 @@ def run(argv: list[str] | None = None, latch: SignalLatch | None = None) -> int:
             elif line_chat:
                 from rawtrio.cli.repl import main as front_end
             else:
-                from rawtrio.tui.runner import main as front_end
+                from rawtrio.tui.start import main as front_end
     except Interrupted as exc:
         return exc.exit_code
     return front_end(args, latch)

@@ -18,6 +18,9 @@ from typing import Any
 import urwid
 
 from rawtrio.tui.editor import History, PromptEdit
+from rawtrio.tui.first_frame import STARTING, status_line
+
+__all__ = ["PALETTE", "STARTING", "EndFollowingListBox", "Layout", "status_line"]
 
 PALETTE = [
     ("user prefix", "light cyan,bold", ""),
@@ -68,13 +71,6 @@ PALETTE = [
     ("perm key", "light cyan", ""),
     ("tool selected", "black", "light cyan"),
 ]
-#: The status bar's first part while the runtime comes up.
-STARTING = "starting…"
-
-
-def status_line(parts: Iterable[str]) -> str:
-    """The status bar's text: its parts, separated."""
-    return " " + " │ ".join(parts)
 
 
 class EndFollowingListBox(urwid.ListBox[int]):

@@ -1,5 +1,9 @@
 """Start and stop the chat: the runtime, the screen, signals, and the way out.
 
+`rawtrio.tui.start` has drawn the first frame by the time this module is imported
+(`rawtrio.tui.first_frame`); `run_app` takes the terminal over from it, with the keys typed
+at it.
+
 urwid runs on its trio event loop inside the same `trio.run` as the runtime
 (`with loop.start(): await event_loop.run_async()`). Inside `loop.start()` the terminal's
 interrupt character is switched off (`tty_signal_keys(intr="undefined")`), so Ctrl-C
@@ -36,11 +40,11 @@ import urwid
 from rawtrio.contracts import ExitCode
 from rawtrio.errors import NoCredentials, RawtrioError, exit_code_for
 from rawtrio.store.paths import state_dir
+from rawtrio.tui.first_frame import BANNER, UNKNOWN_AGENT, FirstFrame
 from rawtrio.tui.host import ChatOptions, ChatRuntime, ChatSetup
 from rawtrio.tui.layout import PALETTE, Layout
 
 if TYPE_CHECKING:
-    from rawtrio.cli.signals import SignalLatch
     from rawtrio.host.client import HostConnection, HostInfo
     from rawtrio.tui.app import ChatApp
 
@@ -59,20 +63,14 @@ class AppResult:
     error: RawtrioError | None = None
 
 
-def main(args: argparse.Namespace, latch: SignalLatch | None = None) -> int:
-    if latch is not None and latch.exit_code is not None:  # Ctrl-C before the screen
-        return latch.exit_code
-    if not (sys.stdin.isatty() and sys.stdout.isatty()):  # `--demo` without a terminal
-        print("rawtrio: the full-screen chat needs a terminal (stdin and stdout)", file=sys.stderr)
-        return ExitCode.USAGE
-    return trio.run(run, args)
-
-
-async def run(args: argparse.Namespace) -> int:
+async def run(
+    args: argparse.Namespace,
+    found: tuple[HostConnection, HostInfo] | None = None,
+    frame: FirstFrame | None = None,
+) -> int:
+    """The chat, attached to the host `found` (`rawtrio.tui.start.find_host`) or running
+    here, taking the terminal over from `frame` when it was drawn."""
     log_path = state_dir() / LOG_NAME
-    # Attach to this state directory's host when one runs (as `rawtrio -p` does); decided
-    # before the screen is ours, so what it says (a host of another version) is readable.
-    found = _find_host(args)
     with _logging_to(log_path):
         demo = bool(getattr(args, "demo", False))
         while True:
@@ -84,7 +82,10 @@ async def run(args: argparse.Namespace) -> int:
                     boot, found = _attached_boot(args, *found), None
                 else:
                     boot = _chat_boot(args)
-                result = await run_app(boot, history=None if demo else state_dir() / HISTORY_NAME)
+                result = await run_app(
+                    boot, history=None if demo else state_dir() / HISTORY_NAME, frame=frame
+                )
+                frame = None  # the demo started from the chat draws its own
             except Exception:  # a bug: the terminal is restored by now; keep the details
                 logging.getLogger("rawtrio.tui").exception("the chat failed")
                 print(
@@ -227,17 +228,6 @@ def _configure(app: ChatApp, opened: _Opened) -> None:
     )
 
 
-def _find_host(args: argparse.Namespace) -> tuple[HostConnection, HostInfo] | None:
-    """A compatible host's connection (`rawtrio.cli.attach`'s decision), or None to run
-    here; `--demo` always runs here."""
-    if getattr(args, "demo", False) or not hasattr(args, "no_attach"):
-        return None
-    from rawtrio.cli.attaching import attach_mode, find_host
-
-    attach, autostart = attach_mode(args)
-    return find_host(args, autostart=autostart) if attach else None
-
-
 def _attached_boot(args: argparse.Namespace, conn: HostConnection, info: HostInfo) -> Boot:
     """The chat on a session of the host `conn` is attached to (`rawtrio.host.remote`):
     the same chat, the same session operations, run by the host."""
@@ -319,16 +309,18 @@ async def _demo_boot(app: ChatApp) -> None:
         await app.closed.wait()
 
 
-async def run_app(boot: Boot, *, history: Path | None) -> AppResult:
+async def run_app(
+    boot: Boot, *, history: Path | None, frame: FirstFrame | None = None
+) -> AppResult:
     """Show the chat at once, bring the runtime up behind it (`boot`), and run until the
-    user leaves; then close the session and let `boot` close the runtime."""
+    user leaves; then close the session and let `boot` close the runtime. `frame`: the
+    first frame already on screen (`rawtrio.tui.first_frame`), whose typed keys the app
+    gets first."""
     screen = urwid.raw_display.Screen(bracketed_paste_mode=True)
     event_loop = urwid.TrioEventLoop()
-    banner: list[Any] = [
-        ("dim", "Enter sends · Esc/Ctrl-C cancels a turn · Ctrl-C twice or Ctrl-D leaves · /help")
-    ]
+    banner: list[Any] = [("dim", BANNER)]
     async with trio.open_nursery() as nursery:
-        setup = ChatSetup(runtime=None, options=None, agent="…", history_path=history)
+        setup = ChatSetup(runtime=None, options=None, agent=UNKNOWN_AGENT, history_path=history)
         layout = Layout(history, banner=banner, agent=setup.agent)
         keys = _KeysTo()
         loop = urwid.MainLoop(
@@ -342,6 +334,8 @@ async def run_app(boot: Boot, *, history: Path | None) -> AppResult:
         booted = trio.Event()
         boot_scope = trio.CancelScope()
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            # Read before urwid's screen starts, which discards the terminal's pending input.
+            typed = frame.hand_over() if frame is not None else b""
             with loop.start():
                 screen.tty_signal_keys(intr="undefined")
                 _enter_apart_from_ctrl_j()
@@ -358,6 +352,9 @@ async def run_app(boot: Boot, *, history: Path | None) -> AppResult:
                 app = ChatApp(setup, nursery, layout)
                 app.loop, app.screen = loop, screen
                 keys.app = app
+                if typed:  # typed at the first frame, before urwid read the terminal
+                    decoded, raw = screen.parse_input(None, None, list(typed), False)
+                    loop.process_input(keys(decoded, raw))
                 nursery.start_soon(_on_signals, app, signals)
                 nursery.start_soon(_ticker, app)
                 nursery.start_soon(_boot, app, boot, boot_scope, booted)

@@ -297,3 +297,55 @@ def test_keys_typed_as_soon_as_the_prompt_shows_are_kept(
         assert pane.wait_ended() == 0
     finally:
         pane.close()
+
+
+def test_ctrl_c_typed_as_soon_as_the_prompt_shows_is_the_chats_ctrl_c(
+    iso: Isolation, chat_model: FakeModel
+) -> None:
+    """The first frame is drawn before trio and urwid are imported: a Ctrl-C typed at it is
+    a key for the chat (clear the prompt, "press again to exit"), not a SIGINT that ends
+    the program, and a second one leaves as at any idle prompt."""
+    pane = Pane.start(iso, *chat_args(chat_model), env=KEYS)
+    try:
+        pane.wait_for("Enter sends", "the first frame")
+        chat = pane.chat_process()
+        chat.suspend()  # held where the first frame left it: the keys wait in the terminal
+        try:
+            pane.type("draft")
+            pane.keys("C-c")
+        finally:
+            chat.resume()
+        screen = pane.wait_for("press Ctrl-C again to exit")
+        assert "› draft" not in screen
+        pane.wait_for("ready │")
+        assert chat.is_running()
+        pane.keys("C-c")
+        pane.keys("C-c")
+        assert pane.wait_ended() == 0
+        before, after = pane.stty()
+        assert before == after
+    finally:
+        pane.close()
+
+
+def test_a_broken_config_file_is_named_after_the_terminal_is_restored(
+    iso: Isolation, chat_model: FakeModel
+) -> None:
+    """The first frame shows before the configuration is read: a config file with a bad
+    value still ends the chat with one line naming the file and the key, exit code 2, and
+    the terminal as it was."""
+    config = iso.home / ".config" / "rawtrio" / "config.toml"
+    config.parent.mkdir(parents=True)
+    config.write_text('sigterm_grace_s = "soon"\n')
+    pane = Pane.start(iso, "--base-url", chat_model.base_url, env=KEYS)
+    try:
+        assert pane.wait_ended() == 2
+        screen = pane.scrollback()
+        assert "Traceback" not in screen
+        line = next(n for n in screen.splitlines() if n.startswith("rawtrio: "))
+        assert "config.toml" in line
+        assert "sigterm_grace_s" in line
+        before, after = pane.stty()
+        assert before == after
+    finally:
+        pane.close()
