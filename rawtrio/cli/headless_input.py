@@ -92,7 +92,7 @@ def _read_fd(fd: int) -> bytes:
     """Standard input to its end, at most `MAX_STDIN_BYTES` (`UsageError` past that)."""
     chunks: list[bytes] = []
     size = 0
-    while chunk := os.read(fd, _CHUNK):
+    while chunk := _read_some(fd):
         size += len(chunk)
         if size > MAX_STDIN_BYTES:
             raise UsageError(
@@ -101,6 +101,13 @@ def _read_fd(fd: int) -> bytes:
             )
         chunks.append(chunk)
     return b"".join(chunks)
+
+
+def _read_some(fd: int) -> bytes:
+    try:
+        return os.read(fd, _CHUNK)
+    except OSError as exc:  # a directory (`< /`), a dead terminal
+        raise UsageError(f"-p: cannot read standard input: {exc.strerror or exc}") from None
 
 
 def _stdin_text(raw: bytes, what: str) -> str:
