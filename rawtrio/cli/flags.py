@@ -184,16 +184,44 @@ class ToolRules(argparse.Action):
         effect = "deny" if option_string and "disallowed" in option_string.lower() else "allow"
         rules: list[dict[str, Any]] = list(getattr(namespace, self.dest, None) or [])
         items = [values] if isinstance(values, str) else list(values or [])
+        entries: list[tuple[str, str]] = list(getattr(namespace, TOOL_ENTRIES, None) or [])
         for item in items:
             for pattern in split_tool_list(str(item)):
                 try:
-                    rules.extend(tool_rules(pattern, effect))
+                    mapped = tool_rules(pattern, effect)
                 except ValueError as exc:
                     parser.error(f"{option_string}: {exc}")
-        # The last matching rule wins: the denials go last, so no allow undoes one (as in
-        # Claude Code, where a deny always wins).
-        rules.sort(key=lambda rule: rule["effect"] == "deny")
-        setattr(namespace, self.dest, rules)
+                rules.extend(mapped)
+                if mapped:
+                    entries.append((pattern, effect))
+        setattr(namespace, self.dest, ordered_rules(rules))
+        setattr(namespace, TOOL_ENTRIES, entries)
+
+
+#: The namespace attribute where `ToolRules` keeps the names and patterns it mapped (with
+#: their effect), for `settle_tool_rules` to map again from `--cwd`.
+TOOL_ENTRIES: Final = "tool_rule_entries"
+
+
+def ordered_rules(rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The last matching rule wins: the denials go last, so no allow undoes one (as in
+    Claude Code, where a deny always wins)."""
+    return sorted(rules, key=lambda rule: rule["effect"] == "deny")
+
+
+def settle_tool_rules(args: argparse.Namespace) -> None:
+    """`--allowedTools` / `--disallowedTools` path patterns (`Edit(src/**)`) are the
+    session's: with `--cwd DIR` they are mapped again from DIR (argparse mapped them from
+    this process's directory, before it knew `--cwd`)."""
+    cwd = getattr(args, "cwd", None)
+    entries = getattr(args, TOOL_ENTRIES, None)
+    if cwd is None or not entries:
+        return
+    here = Path(cwd).resolve()
+    rules: list[dict[str, Any]] = []
+    for pattern, effect in entries:
+        rules.extend(tool_rules(pattern, effect, cwd=here))
+    args.tool_rules = ordered_rules(rules)
 
 
 def split_tool_list(text: str) -> list[str]:
@@ -263,7 +291,9 @@ def tool_rules(
 def settle_headless_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Check the headless flags against each other and settle the prompt: `-p PROMPT`, or
     Claude Code's `-p QUERY` / `-p` with the prompt on stdin (`args.prompt` is then the
-    query, or `-`). Usage errors (exit 2) name the flag."""
+    query, or `-`). Usage errors (exit 2) name the flag. Also maps the tool rules' path
+    patterns from `--cwd` (`settle_tool_rules`), for a chat as for `-p`."""
+    settle_tool_rules(args)
     query = getattr(args, "query", None)
     if args.prompt is None:
         for flag in ("output_format", "input_format"):

@@ -150,14 +150,16 @@ def bash_regex(spec: str, effect: Effect) -> str:
 def path_regex(spec: str, *, base: Path, cwd: Path, home: Path, effect: Effect) -> str:
     """A regex over a file tool's `path` argument for a Claude Code path specifier
     (gitignore-style: `//abs`, `~/x`, `/x` from `base`, `./x` or `x` from the working
-    directory; no `/` but a trailing one: any depth; `**` any folders).
+    directory; no `/` but a trailing one: any depth below the working directory; `**` any
+    folders; `dir/**` the folder and all inside it).
 
     Paths reach tools as written (absolute, relative to the working directory, `~/…`), so
-    the regex accepts each form. For `allow` a path with a `..` part never matches; for
-    `ask` and `deny` the pattern also matches after any `/`, so `a/../secrets/x` and
-    symlink-free detours are still caught (rules are not a sandbox: docs/security.md)."""
+    the regex accepts each form. For `allow` a path with a `..` part never matches, and a
+    pattern of any depth matches only below the working directory; for `ask` and `deny`
+    the pattern also matches after any `/`, so `a/../secrets/x`, symlink-free detours and
+    other directories are still caught (rules are not a sandbox: docs/security.md)."""
+    anywhere = "/" not in spec.rstrip("/")  # before `/**` goes: `src/**` is anchored
     spec = spec.removesuffix("/**") or spec  # `dir/**`: the folder and all inside it
-    anywhere = "/" not in spec.rstrip("/")
     if spec.startswith("//"):
         target = Path(spec[1:])
     elif spec.startswith("~/"):
@@ -168,11 +170,16 @@ def path_regex(spec: str, *, base: Path, cwd: Path, home: Path, effect: Effect) 
         target = cwd / spec.removeprefix("./")
     glob = glob_regex(spec.rstrip("/").split("/")[-1] if anywhere else str(target).rstrip("/"))
     inside = r"(?:/.*)?\Z"
-    if anywhere:
+    if anywhere and effect == "allow":  # any depth, below the working directory only
+        forms = [
+            rf"\A(?![/~])(?:\./)?(?:.*/)?{glob}{inside}",
+            rf"\A{re.escape(cwd.as_posix().rstrip('/'))}/(?:.*/)?{glob}{inside}",
+        ]
+    elif anywhere:
         forms = [rf"(?:\A|/){glob}{inside}"]
     else:
         forms = [rf"\A{glob}{inside}"]
-        for root, lead in ((cwd, r"(?:\./)?"), (home, "~/")):
+        for root, lead in ((cwd, r"(?![/~])(?:\./)?"), (home, "~/")):
             with contextlib.suppress(ValueError):
                 rel = Path(str(target)).relative_to(root).as_posix()
                 forms.append(rf"\A{lead}{glob_regex(rel)}{inside}")

@@ -1,8 +1,9 @@
 """Start-up costs: `rawtrio --version`, the first HTTP request of a headless run, its RSS.
 
 Every command is started by a small wrapper process (`SPAWNER`): it takes a CLOCK_MONOTONIC
-stamp, `posix_spawn`s the command (stdout to /dev/null), waits for it and records the wall
-time, so the figures do not include this benchmark's own scheduling. Figures:
+stamp, `posix_spawn`s the command (stdin from and stdout to /dev/null: `-p PROMPT` would
+wait for input on an inherited pipe), waits for it and records the wall time, so the
+figures do not include this benchmark's own scheduling. Figures:
 
 - **`rawtrio --version`** — wall time of the installed console script, median of `runs`.
   Target 50 ms (docs/benchmarks.md). `python -c pass` is reported alongside: the interpreter's
@@ -74,7 +75,10 @@ SDK_IMPORT: Final = "import anthropic, os; os._exit(0)"
 SPAWNER: Final = """\
 import json, os, resource, sys, time
 n, argv = int(sys.argv[1]), sys.argv[2:]
-quiet = [(os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0)]
+quiet = [
+    (os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0),
+    (os.POSIX_SPAWN_OPEN, 1, os.devnull, os.O_WRONLY, 0),
+]
 runs = []
 for _ in range(n):
     start = time.monotonic()

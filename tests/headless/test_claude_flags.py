@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from rawtrio.cli.flags import add_session_flags, split_tool_list, tool_rules
+from rawtrio.cli.flags import add_session_flags, settle_tool_rules, split_tool_list, tool_rules
 from rawtrio.permissions.rules import Effect, evaluate, make_rule
 
 
@@ -170,3 +170,62 @@ def test_what_cannot_be_mapped_is_named(pattern: str, message: str | None) -> No
     with pytest.raises(ValueError, match=re.escape(f"{pattern!r}")) as raised:
         tool_rules(pattern, "allow")
     assert message in str(raised.value)
+
+
+@pytest.mark.parametrize(
+    ("pattern", "path", "effect"),
+    [
+        # `dir/**` is anchored at the working directory (gitignore: a `/` inside).
+        ("Edit(src/**)", "src/a.py", Effect.ALLOW),
+        ("Edit(src/**)", "{cwd}/src/a.py", Effect.ALLOW),
+        ("Edit(src/**)", "lib/src/a.py", Effect.ASK),
+        ("Edit(src/**)", "/src/a.py", Effect.ASK),
+        ("Edit(src/**)", "/elsewhere/src/a.py", Effect.ASK),
+        # No `/`: any depth, but below the working directory only.
+        ("Edit(*.py)", "deep/down/a.py", Effect.ALLOW),
+        ("Edit(*.py)", "{cwd}/deep/a.py", Effect.ALLOW),
+        ("Edit(*.py)", "/etc/a.py", Effect.ASK),
+        ("Edit(*.py)", "~/a.py", Effect.ASK),
+        ("Edit(**/*.py)", "deep/a.py", Effect.ALLOW),
+        ("Edit(**/*.py)", "/etc/a.py", Effect.ASK),
+        ("Edit(**/*.py)", "~/a.py", Effect.ASK),
+    ],
+)
+def test_an_allowed_path_pattern_stays_below_the_working_directory(
+    pattern: str, path: str, effect: Effect, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    given = path.format(cwd=tmp_path)
+    assert decide(("--allowedTools", pattern), "", "write_file", path=given) is effect
+
+
+def settled_decide(argv: tuple[str, ...], tool: str, **args: Any) -> Effect:
+    """As `rawtrio` parses: the session flags, `--cwd`, then `settle_tool_rules`."""
+    parser = argparse.ArgumentParser()
+    add_session_flags(parser)
+    parser.add_argument("--cwd")
+    namespace = parser.parse_args(list(argv))
+    settle_tool_rules(namespace)
+    rules = [
+        make_rule(r["match"], r["effect"], *(r["when"].values() if "when" in r else ()))
+        for r in namespace.tool_rules
+    ]
+    return evaluate(rules, tool, args, read_only=False).effect
+
+
+@pytest.mark.parametrize("cwd_first", [True, False])
+@pytest.mark.parametrize("pattern", ["Edit(src/**)", "Edit(./src/**)", "Edit(/src/**)"])
+def test_path_patterns_are_taken_from_cwd_not_from_where_rawtrio_runs(
+    pattern: str, cwd_first: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    here, project = tmp_path / "here", tmp_path / "project"
+    here.mkdir()
+    project.mkdir()
+    monkeypatch.chdir(here)
+    flags = ("--allowedTools", pattern, "--disallowedTools", "Edit(src/secret)")
+    cwd = ("--cwd", str(project))
+    argv = (*cwd, *flags) if cwd_first else (*flags, *cwd)
+    assert settled_decide(argv, "write_file", path=str(project / "src" / "a")) is Effect.ALLOW
+    assert settled_decide(argv, "write_file", path="src/a") is Effect.ALLOW
+    assert settled_decide(argv, "write_file", path=str(here / "src" / "a")) is Effect.ASK
+    assert settled_decide(argv, "edit_file", path=str(project / "src" / "secret")) is Effect.DENY
