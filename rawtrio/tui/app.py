@@ -42,6 +42,7 @@ import urwid
 
 from rawtrio import events as ev
 from rawtrio.errors import RawtrioError
+from rawtrio.heap import release_free_heap
 from rawtrio.permissions.approval import ApprovalDecision
 from rawtrio.runtime.view import (
     ApprovalView,
@@ -68,6 +69,9 @@ DOUBLE_CTRL_C_S = 2.0
 PASTED = {"enter": "\n", "tab": "\t", "ctrl j": "\n"}
 #: How often running tool lines and the elapsed time are redrawn.
 TICK_S = 0.1
+#: How long after a turn ends the freed heap is given back: its last frames and the
+#: runtime's clean-up come first (measured: at the turn's end most is not yet freed).
+HEAP_RELEASE_DELAY_S = 0.25
 
 #: Keys that move the tool-call selection (-1: towards the top).
 SELECT_KEYS = {"meta up": -1, "ctrl up": -1, "meta down": 1, "ctrl down": 1}
@@ -310,8 +314,17 @@ class ChatApp:
         elif self.queue:
             self.nursery.start_soon(self._send, self.queue.pop(0))
             self._show_queue()
+            return
         else:
             self._prefill_script()
+        self.nursery.start_soon(self._release_heap_when_settled)
+
+    async def _release_heap_when_settled(self) -> None:
+        """Idle after a turn: once its last frames are drawn and the runtime has dropped its
+        buffers, the C heap they freed goes back to the OS (`rawtrio.heap`)."""
+        await trio.sleep(HEAP_RELEASE_DELAY_S)
+        if self.turn_started is None:
+            release_free_heap()
 
     def _prefill_script(self) -> None:
         if self.script and not self.edit.edit_text and not self.busy:
