@@ -81,3 +81,14 @@ def test_the_renderer_thread_loads_the_renderer_and_nothing_heavy(tmp_path: Path
     # sqlite3 comes with the codec (`rawtrio.store.errors`): light, and off the main thread.
     heavy = tuple(m for m in NOT_ATTACHED if m != "sqlite3")
     assert loaded_after(code, tmp_path, heavy) == []
+
+
+def test_looking_for_a_host_where_none_runs_loads_no_socket_client(tmp_path: Path) -> None:
+    """`host.attach = "auto"` (the default) with no host: the chat and `rawtrio -p` only
+    look for the socket file; the socket client (~8 ms) is not loaded for nothing."""
+    code = (
+        "import rawtrio.cli.main, rawtrio.cli.attaching\n"
+        "args = rawtrio.cli.main.build_parser().parse_args(['-p', 'hi'])\n"
+        "assert rawtrio.cli.attaching.find_host(args, autostart=False) is None\n"
+    )
+    assert loaded_after(code, tmp_path, ("rawtrio.host.client",)) == []

@@ -77,12 +77,15 @@ def find_host(
 ) -> tuple[HostConnection, HostInfo] | None:
     """A connection to this state directory's host, after a handshake that found it
     compatible; None (having said why, when it is not simply that none runs) to run here."""
-    # Imported here: a run that never looks for a host (`--no-attach`, `host.attach =
-    # "never"`) loads no socket client.
-    from rawtrio.host.client import HostConnection, HostGone, NoHost, ProtocolFault, RemoteError
     from rawtrio.host.paths import host_paths
 
     paths = host_paths(state_dir())
+    if not autostart and not os.path.lexists(paths.socket):
+        return None  # none runs: the socket client is not even loaded
+    # Imported here: a run that never looks for a host (`--no-attach`, `host.attach =
+    # "never"`), or finds no socket, loads no socket client.
+    from rawtrio.host.client import HostConnection, HostGone, NoHost, ProtocolFault, RemoteError
+
     try:
         conn = HostConnection.connect(paths.socket, CONNECT_TIMEOUT_S)
     except NoHost:
