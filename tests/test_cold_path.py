@@ -177,6 +177,89 @@ def test_a_local_headless_run_builds_no_config_model_before_the_sdk(tmp_path: Pa
     assert loaded == []
 
 
+#: Imported by a sitecustomize (through PYTHONPATH) before `rawtrio -p` runs: at the
+#: first TCP connection (the audit event `socket.connect`, raised before the connection is
+#: tried: the provider SDK sending the first request) it writes what is loaded and ends
+#: the process there (the moment `bench_startup.py` stops its first-request clock).
+REQUEST_STOP = """\
+import json, os, socket, sys
+def _stop(event, args):
+    if event != "socket.connect" or args[0].family not in (socket.AF_INET, socket.AF_INET6):
+        return
+    with open(os.environ["RAWTRIO_TEST_REQUEST_STOP"], "w") as f:
+        json.dump({"modules": sorted(sys.modules)}, f)
+    os._exit(0)
+sys.addaudithook(_stop)
+"""
+
+#: Needed only once the model answers, so never loaded before the first request of a
+#: local `rawtrio -p` whose prompt calls no tool: the checkpoint machinery (built when a
+#: tool call that may write starts, or at the turn's end: `Session.checkpoints`), MCP
+#: (no server configured), the config schema (no config file) and tree walking beyond
+#: what the tools' definitions need.
+NOT_BEFORE_THE_FIRST_REQUEST = (
+    "rawtrio.checkpoints.capture",
+    "rawtrio.checkpoints.diff",
+    "rawtrio.checkpoints.model",
+    "rawtrio.checkpoints.objects",
+    "rawtrio.checkpoints.restore",
+    "rawtrio.checkpoints.store",
+    "rawtrio.checkpoints.tree",
+    "rawtrio.mcp.connection",
+    "rawtrio.mcp.manager",
+    "rawtrio.config.schema",
+    "mcp",
+    "jsonschema",
+    "pathspec",
+)
+
+
+def until_the_first_request(tmp_path: Path, *argv: str) -> list[str]:
+    """Run `rawtrio -p hi ARGV` in a folder and home without config files up to its first
+    connection to the model's endpoint; the modules loaded by then."""
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(REQUEST_STOP)
+    stop = tmp_path / "stop.json"
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("RAWTRIO_", "XDG_", "ANTHROPIC_", "OPENAI_"))
+    }
+    env.update(
+        HOME=str(tmp_path),
+        XDG_CONFIG_HOME=str(tmp_path / "config"),
+        XDG_RUNTIME_DIR=str(tmp_path / "run"),
+        RAWTRIO_STATE_DIR=str(tmp_path / "state"),
+        RAWTRIO_PROVIDER="anthropic",
+        RAWTRIO_MODEL="test-model",
+        ANTHROPIC_API_KEY="test-key",
+        ANTHROPIC_BASE_URL="http://127.0.0.1:9",  # never reached: the run stops before
+        PYTHONPATH=os.pathsep.join([str(hook), *filter(None, [os.environ.get("PYTHONPATH")])]),
+        RAWTRIO_TEST_REQUEST_STOP=str(stop),
+    )
+    subprocess.run(
+        [sys.executable, "-m", "rawtrio", "-p", "hi", *argv],
+        capture_output=True,
+        check=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=env,
+    )
+    modules: list[str] = json.loads(stop.read_text())["modules"]
+    return modules
+
+
+def test_a_local_headless_run_loads_what_only_the_answer_needs_after_the_request(
+    tmp_path: Path,
+) -> None:
+    """The whole way of `rawtrio -p` to its first HTTP request, in a real process: what
+    only a tool call, a configured server or a config file needs is not loaded yet."""
+    modules = until_the_first_request(tmp_path, "--no-attach")
+    assert "anthropic" in modules  # it did get as far as the request
+    assert [m for m in NOT_BEFORE_THE_FIRST_REQUEST if m in modules] == []
+
+
 def _fields(value: Any) -> dict[str, object]:
     """A model's or dataclass's field values, arrays as tuples (the built-in values are
     immutable tuples where the schema has lists)."""

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Final
 
 import trio
 
-from rawtrio.checkpoints.store import checkpoints_root
+from rawtrio.checkpoints.paths import checkpoints_root
 from rawtrio.config import (
     ResolvedAgent,
     TrustStore,

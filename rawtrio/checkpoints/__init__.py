@@ -6,6 +6,7 @@
 - `tree`: a bounded snapshot of the project tree (honouring .gitignore);
 - `capture`: `TurnCheckpoints`, what the runtime calls around each tool call and at a
   turn's end;
+- `paths`: where checkpoints live (`<state dir>/checkpoints`);
 - `store`: where change sets live, the project size cap and retention;
 - `restore`: undo and redo, with conflict detection.
 

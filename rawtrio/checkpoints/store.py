@@ -24,7 +24,7 @@ import hashlib
 import json
 import os
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,24 +35,15 @@ from rawtrio.checkpoints.objects import (
     remove_stale_temporaries,
     tmp_name,
 )
+from rawtrio.checkpoints.paths import ROOT_NAME
+from rawtrio.checkpoints.paths import checkpoints_root as checkpoints_root  # re-exported
 from rawtrio.checkpoints.tree import Limits
 from rawtrio.private_files import private_dir
 
-ROOT_NAME = "checkpoints"
 #: How a change-set record's temporary is named (beside the record, `<pid>-<random>`).
 RECORD_TMP_PREFIX = ".tmp-"
 #: Unnamed blobs younger than this are kept: a running turn may name them yet.
 GC_GRACE_S = 3600.0
-
-
-def checkpoints_root(env: Mapping[str, str] | None = None) -> Path:
-    """`<state dir>/checkpoints` (`RAWTRIO_STATE_DIR` honoured)."""
-    env = os.environ if env is None else env
-    if state := env.get("RAWTRIO_STATE_DIR"):
-        return Path(state).expanduser() / ROOT_NAME
-    from rawtrio.store.paths import state_dir
-
-    return state_dir() / ROOT_NAME
 
 
 def project_key(cwd: Path) -> str:

@@ -173,15 +173,9 @@ class Session:
         #: The session's MCP servers while it runs (None: none selected).
         self.mcp: McpServers | None = None
         self.plan: Plan | None = None
-        #: What each turn changed in the working tree (rawtrio.checkpoints); None: off.
-        self.checkpoints: TurnCheckpoints | None = None
-        if options.checkpoint_dir is not None:
-            from rawtrio.checkpoints.capture import TurnCheckpoints
-            from rawtrio.checkpoints.store import CheckpointStore
-
-            store_ = CheckpointStore(options.checkpoint_dir, self.cwd)
-            self.checkpoints = TurnCheckpoints(store_, self.id)
-            self.checkpoints.jobs = lambda: self.jobs  # named in the turn-end note
+        #: Where the checkpoints go (None: off); `checkpoints` builds them when first used.
+        self._checkpoint_dir = options.checkpoint_dir
+        self._checkpoints: TurnCheckpoints | None = None
 
     # --- what the parts hold, read by front ends and tests ------------------------------
 
@@ -189,6 +183,22 @@ class Session:
     def options(self) -> SessionOptions:
         """The options of the model in use (`set_model` replaces them)."""
         return self.model.options
+
+    @property
+    def checkpoints(self) -> TurnCheckpoints | None:
+        """What each turn changed in the working tree (rawtrio.checkpoints); None: off.
+
+        Built on first use (before a tool call that may write, at a turn's end), so the
+        checkpoint modules load while the model answers, never before the first request
+        (docs/benchmarks.md, the headless cold path)."""
+        if self._checkpoints is None and self._checkpoint_dir is not None:
+            from rawtrio.checkpoints.capture import TurnCheckpoints
+            from rawtrio.checkpoints.store import CheckpointStore
+
+            store = CheckpointStore(self._checkpoint_dir, self.cwd)
+            self._checkpoints = TurnCheckpoints(store, self.id)
+            self._checkpoints.jobs = lambda: self.jobs  # named in the turn-end note
+        return self._checkpoints
 
     @property
     def context(self) -> list[Message]:
