@@ -29,6 +29,9 @@ import trio
 from rawtrio.app.choice import Choice, resolve_id, start_session
 from rawtrio.app.options import SessionSetup, prepare_session
 from rawtrio.contracts import DEFAULT_RETENTION_DAYS
+from rawtrio.groups import collapse_group
+from rawtrio.messages import ProviderKind
+from rawtrio.providers import preload
 from rawtrio.runtime.runtime import RegistryFactory, Runtime, default_registry, open_runtime
 from rawtrio.runtime.session import Session, SessionOptions
 from rawtrio.store.paths import default_db_path
@@ -128,6 +131,7 @@ async def open_app(
         for notice in setup.notices:
             notify(notice)
     async with (
+        _loading_sdk(setup if headless else None),
         SqliteStore(default_db_path()) as store,
         open_runtime(
             store,
@@ -136,6 +140,35 @@ async def open_app(
         ) as runtime,
     ):
         yield App(runtime, setup, overrides, headless)
+
+
+@contextlib.asynccontextmanager
+async def _loading_sdk(setup: SessionSetup | None) -> AsyncIterator[None]:
+    """Import the configured provider's SDK in a worker thread while the store, the
+    runtime and the session open (a headless run: its first request needs the SDK next).
+
+    Their work waits on the disk and on process starts much of the time, and the import
+    goes on meanwhile; the session's client build then finds the SDK imported, or waits for
+    the rest of the import under Python's import lock. A failing import is left to that
+    build to report (it runs the import again). Leaving the block abandons an unfinished
+    import (`abandon_on_cancel`): the process is ending or the SDK is not needed."""
+    if setup is None:
+        yield
+        return
+
+    async def load(kind: ProviderKind) -> None:
+        with contextlib.suppress(Exception):
+            await trio.to_thread.run_sync(preload, kind, abandon_on_cancel=True)
+
+    # Exception-group policy: `load` never raises, so a group holds only the block's own
+    # error, which `collapse_group` re-raises plain.
+    with collapse_group():
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(load, setup.options.provider.kind, name="load the SDK")
+            try:
+                yield
+            finally:
+                nursery.cancel_scope.cancel(reason="the application closed")
 
 
 @contextlib.asynccontextmanager

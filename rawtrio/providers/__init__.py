@@ -36,8 +36,17 @@ _ADAPTERS: Final[dict[ProviderKind, tuple[str, str]]] = {
 }
 
 
+#: The SDK each adapter is built on.
+_SDKS: Final[dict[ProviderKind, str]] = {
+    "anthropic": "anthropic",
+    "openai-chat": "openai",
+    "openai-responses": "openai",
+}
+
+
 def preload(kind: ProviderKind) -> None:
-    """Import the adapter (and its SDK) for `kind` now; blocking, so run it in a thread."""
+    """Import the SDK for `kind`, then its adapter, now; blocking, so run it in a thread."""
+    importlib.import_module(_SDKS[kind])
     importlib.import_module(_ADAPTERS[kind][0])
 
 
