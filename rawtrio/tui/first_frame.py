@@ -138,14 +138,13 @@ class FirstFrame:
         if not self.drawn:
             return b""
         typed = bytearray()
-        try:
+        # A terminal that went away (OSError): urwid finds out when it starts.
+        with contextlib.suppress(OSError):
             while len(typed) < _READ_LIMIT and select.select([self.fd_in], [], [], 0)[0]:
                 chunk = os.read(self.fd_in, 65536)
                 if not chunk:
                     break
                 typed += chunk
-        except OSError:
-            pass  # a terminal that went away: urwid finds out when it starts
         self._restore(termios.TCSANOW)
         self.drawn = False
         return bytes(typed)
