@@ -10,6 +10,8 @@ import pytest
 from rawtrio.app import Choice, open_app
 from rawtrio.contracts import TurnOutcome
 from rawtrio.errors import ConfigError, NoCredentials
+from rawtrio.permissions.rules import Effect, evaluate
+from rawtrio.runtime import SessionOptions
 from rawtrio.store.paths import default_db_path
 from tests.test_settings import CONFIG, args, home  # noqa: F401  (the `home` fixture)
 
@@ -87,3 +89,31 @@ async def test_the_demo_runs_a_turn_against_the_built_in_fake_model(
         await session.close("test done")
     assert not scratch.exists()  # the scratch project goes with the block
     assert not default_db_path().exists()  # and the user's own store was never opened
+
+
+async def test_flag_path_patterns_are_anchored_at_each_sessions_directory(
+    home: Path,  # noqa: F811
+) -> None:
+    """`--allowedTools 'Edit(src/**)'` means the session's src/: for the options of another
+    directory (an editor's session) and for options moved to a resumed session's directory
+    (`SessionOptions.in_directory`, as the chat's `/resume` and `task` children move them)."""
+    config = home / "rawtrio.toml"
+    config.write_text(CONFIG)
+    other = (home / "other").resolve()
+    other.mkdir()
+    rules = [{"pattern": "Edit(src/**)", "effect": "allow"}]
+
+    def effect(options: SessionOptions, path: Path) -> Effect:
+        given = {"path": str(path), "content": ""}
+        return evaluate(options.permission_rules, "write_file", given, read_only=False).effect
+
+    async with open_app(args(config=str(config), cwd=str(home), tool_rules=rules)) as app:
+        here = app.options.cwd
+        assert effect(app.options, here / "src" / "a") is Effect.ALLOW
+        assert effect(app.options, other / "src" / "a") is not Effect.ALLOW
+        for options in (
+            (await app.options_for(cwd=other)).options,
+            app.options.in_directory(other),
+        ):
+            assert effect(options, other / "src" / "a") is Effect.ALLOW
+            assert effect(options, here / "src" / "a") is not Effect.ALLOW

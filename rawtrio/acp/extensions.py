@@ -81,7 +81,8 @@ _FLAGS: Final[dict[str, tuple[str, Callable[[Any], bool], tuple[str, ...] | None
     "permission_mode": ("a string", lambda v: isinstance(v, str), _MODES),
     "trust": ("true or false", lambda v: isinstance(v, bool), None),
     "yes": ("true or false", lambda v: isinstance(v, bool), None),
-    # --allowedTools / --disallowedTools as rules (`rawtrio.cli.flags.ToolRules`).
+    # --allowedTools / --disallowedTools as given, `{"pattern", "effect"}`, mapped for each
+    # session from its directory, or rule objects (`rawtrio.cli.flags.session_tool_rules`).
     "tool_rules": ("a list of rule objects", lambda v: _is_rules(v), None),
     "system_prompt": ("a string", lambda v: isinstance(v, str), None),
     "append_system_prompt": ("a string", lambda v: isinstance(v, str), None),

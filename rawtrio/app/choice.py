@@ -10,7 +10,6 @@ An id may be given as a unique prefix of at least `MIN_PREFIX` characters, as wi
 from __future__ import annotations
 
 import argparse
-import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -68,9 +67,10 @@ async def start_session(runtime: Runtime, choice: Choice, options: SessionOption
         )
     if not await trio.Path(cwd).is_dir():
         raise UsageError(f"session {source.id} works in {cwd}, which is no longer a directory")
-    # A resumed session keeps its directory (its system prompt was made for it); provider,
-    # model and limits are this run's.
-    options = dataclasses.replace(options, cwd=cwd)
+    # A resumed session keeps its directory (its system prompt was made for it), and the
+    # command line's path patterns are anchored there; provider, model and limits are this
+    # run's.
+    options = options.in_directory(cwd)
     session_id = await runtime.fork_session(source.id) if choice.fork else source.id
     return await runtime.open_session(session_id, options)
 

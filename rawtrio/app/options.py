@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Final
 import trio
 
 from rawtrio.checkpoints.paths import checkpoints_root
+from rawtrio.cli.flags import session_tool_rules
 from rawtrio.config import (
     ResolvedAgent,
     TrustStore,
@@ -125,6 +126,15 @@ async def prepare_session(
         prompt = f"{prompt}\n\n{appended}"
     prompt = redacted_prompt(prompt, variables.redactor)
     tool_ids = [*AVAILABLE_BUILTINS, *(t.id for t in extra_tools)]
+    config_rules = rules_from_config(resolved.permission_rules, resolved.rule_origins)
+    flag_rules = getattr(args, "tool_rules", None)
+    home = home_folder(env)
+
+    def rules_for_cwd(other: Path) -> tuple[Rule, ...]:
+        """The configuration's rules, then the command line's, its path patterns anchored
+        at the session's directory `other` (a resumed session keeps its own)."""
+        return (*config_rules, *_flag_rules(flag_rules, other, home))
+
     options = SessionOptions(
         cwd=cwd,
         provider=provider,
@@ -141,10 +151,8 @@ async def prepare_session(
             task_reads_only=_task_reads_only(resolved, extra_tools),
         ),
         system_prompt=prompt,
-        permission_rules=(
-            *rules_from_config(resolved.permission_rules, resolved.rule_origins),
-            *_flag_rules(getattr(args, "tool_rules", None)),
-        ),
+        permission_rules=rules_for_cwd(cwd),
+        rules_for_cwd=rules_for_cwd,
         permission_mode=PermissionMode(resolved.permission_mode),
         headless=headless,
         assume_yes=resolved.assume_yes,
@@ -253,13 +261,20 @@ def _nested_memory(
     return offer
 
 
-def _flag_rules(rules: object) -> tuple[Rule, ...]:
-    """`--allowedTools` / `--disallowedTools` (`rawtrio.cli.flags.ToolRules`: rule objects),
-    after the configuration's rules: the command line wins. `UsageError` naming a bad one
-    (a client of a host sends them as JSON)."""
+def _flag_rules(entries: object, cwd: Path, home: Path) -> tuple[Rule, ...]:
+    """`--allowedTools` / `--disallowedTools` (`rawtrio.cli.flags.ToolRules`: the names and
+    patterns as given, or rule objects from a host's client) for a session working in
+    `cwd`, after the configuration's rules: the command line wins. `UsageError` naming a
+    bad one (a client of a host sends them as JSON)."""
+    if entries is None:
+        return ()
+    where = "--allowedTools/--disallowedTools"
+    try:
+        rules = session_tool_rules(entries, cwd=cwd, home=home)
+    except ValueError as exc:
+        raise UsageError(f"{where}: {exc}") from None
     found: list[Rule] = []
-    for i, rule in enumerate(rules if isinstance(rules, list) else ()):
-        where = f"--allowedTools/--disallowedTools rule {i + 1}"
+    for i, rule in enumerate(rules):
         try:
             when = rule.get("when") or {}
             found.append(
@@ -272,7 +287,7 @@ def _flag_rules(rules: object) -> tuple[Rule, ...]:
                 )
             )
         except (KeyError, TypeError, ValueError, AttributeError, re.error) as exc:
-            raise UsageError(f"{where}: {exc}") from None
+            raise UsageError(f"{where} rule {i + 1}: {exc}") from None
     return tuple(found)
 
 

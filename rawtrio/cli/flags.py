@@ -6,7 +6,8 @@ Resolved by the composition root (`rawtrio.app`) with the configuration and envi
 Claude Code's flags are accepted with Claude Code's meaning (docs/compat.md, "Headless
 (`-p`)"): `--max-turns` is `--max-steps`, `--permission-mode` takes Claude Code's mode
 names besides rawtrio's, `--allowedTools` / `--disallowedTools` become permission rules
-(`tool_rules`: allow / deny rules in rawtrio's shape, applied after the configuration's),
+(`tool_rules`: the names and patterns as given, mapped for each session from its own
+working directory by `session_tool_rules`, applied after the configuration's),
 `--system-prompt` replaces the base prompt and `--append-system-prompt` adds to the end.
 Stdlib only: the attached client parses these before anything heavy is imported.
 """
@@ -170,9 +171,10 @@ def _mode(text: str) -> str:
 
 
 class ToolRules(argparse.Action):
-    """`--allowedTools` / `--disallowedTools`: each name or pattern becomes a permission
-    rule (`tool_rules`, a JSON list: `{"match", "effect", "when"?}`); a bad one is a usage
-    error naming it."""
+    """`--allowedTools` / `--disallowedTools`: each name or pattern is checked now (a bad
+    one is a usage error naming it; a Claude Code tool rawtrio has not is skipped with a
+    warning) and kept as given, `{"pattern", "effect"}` in `tool_rules`, for each session
+    to map from its own working directory (`session_tool_rules`)."""
 
     def __call__(
         self,
@@ -182,25 +184,17 @@ class ToolRules(argparse.Action):
         option_string: str | None = None,
     ) -> None:
         effect = "deny" if option_string and "disallowed" in option_string.lower() else "allow"
-        rules: list[dict[str, Any]] = list(getattr(namespace, self.dest, None) or [])
+        entries: list[dict[str, Any]] = list(getattr(namespace, self.dest, None) or [])
         items = [values] if isinstance(values, str) else list(values or [])
-        entries: list[tuple[str, str]] = list(getattr(namespace, TOOL_ENTRIES, None) or [])
         for item in items:
             for pattern in split_tool_list(str(item)):
                 try:
                     mapped = tool_rules(pattern, effect)
                 except ValueError as exc:
                     parser.error(f"{option_string}: {exc}")
-                rules.extend(mapped)
                 if mapped:
-                    entries.append((pattern, effect))
-        setattr(namespace, self.dest, ordered_rules(rules))
-        setattr(namespace, TOOL_ENTRIES, entries)
-
-
-#: The namespace attribute where `ToolRules` keeps the names and patterns it mapped (with
-#: their effect), for `settle_tool_rules` to map again from `--cwd`.
-TOOL_ENTRIES: Final = "tool_rule_entries"
+                    entries.append({"pattern": pattern, "effect": effect})
+        setattr(namespace, self.dest, entries)
 
 
 def ordered_rules(rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -209,19 +203,32 @@ def ordered_rules(rules: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return sorted(rules, key=lambda rule: rule["effect"] == "deny")
 
 
-def settle_tool_rules(args: argparse.Namespace) -> None:
-    """`--allowedTools` / `--disallowedTools` path patterns (`Edit(src/**)`) are the
-    session's: with `--cwd DIR` they are mapped again from DIR (argparse mapped them from
-    this process's directory, before it knew `--cwd`)."""
-    cwd = getattr(args, "cwd", None)
-    entries = getattr(args, TOOL_ENTRIES, None)
-    if cwd is None or not entries:
-        return
-    here = Path(cwd).resolve()
+def session_tool_rules(entries: object, *, cwd: Path, home: Path) -> list[dict[str, Any]]:
+    """The permission rules of `tool_rules` for a session that works in `cwd`: each
+    `{"pattern", "effect"}` (a name or pattern as `--allowedTools` / `--disallowedTools`
+    took it) mapped by `tool_rules`, its path patterns anchored at `cwd` (and `~/` at
+    `home`); a rule object `{"match", "effect", "when"?}` as it is; the denials last.
+    `ValueError` naming the entry that is neither or cannot be mapped."""
+    if not isinstance(entries, list):
+        raise ValueError(f"a list of rules, got {type(entries).__name__}")
     rules: list[dict[str, Any]] = []
-    for pattern, effect in entries:
-        rules.extend(tool_rules(pattern, effect, cwd=here))
-    args.tool_rules = ordered_rules(rules)
+    for i, entry in enumerate(entries):
+        if isinstance(entry, dict) and "pattern" in entry:
+            unknown = sorted(set(entry) - {"pattern", "effect"})
+            if unknown or not isinstance(entry["pattern"], str):
+                raise ValueError(
+                    f"entry {i + 1}: "
+                    + (f"unknown key {unknown[0]!r}" if unknown else "pattern must be a string")
+                    + ' ({"pattern", "effect"})'
+                )
+            try:
+                effect = str(entry.get("effect"))
+                rules.extend(tool_rules(entry["pattern"], effect, cwd=cwd, home=home))
+            except ValueError as exc:
+                raise ValueError(f"entry {i + 1}: {exc}") from None
+        else:
+            rules.append(entry)
+    return ordered_rules(rules)
 
 
 def split_tool_list(text: str) -> list[str]:
@@ -291,9 +298,7 @@ def tool_rules(
 def settle_headless_args(parser: argparse.ArgumentParser, args: argparse.Namespace) -> None:
     """Check the headless flags against each other and settle the prompt: `-p PROMPT`, or
     Claude Code's `-p QUERY` / `-p` with the prompt on stdin (`args.prompt` is then the
-    query, or `-`). Usage errors (exit 2) name the flag. Also maps the tool rules' path
-    patterns from `--cwd` (`settle_tool_rules`), for a chat as for `-p`."""
-    settle_tool_rules(args)
+    query, or `-`). Usage errors (exit 2) name the flag."""
     query = getattr(args, "query", None)
     if args.prompt is None:
         for flag in ("output_format", "input_format"):

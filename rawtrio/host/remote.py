@@ -124,6 +124,11 @@ class RemoteOptions:
     flags: Mapping[str, Any]
     explicit_cwd: bool = False
 
+    def in_directory(self, cwd: Path) -> RemoteOptions:
+        """These options for a session that works in `cwd` (`SessionOptions.in_directory`:
+        the host anchors the command line's path patterns there)."""
+        return dataclasses.replace(self, cwd=cwd)
+
 
 @dataclass(frozen=True)
 class RemoteSetup:

@@ -7,6 +7,7 @@ interface) need not import the session.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +54,10 @@ class SessionOptions:
     #: default is `bypass` with no rules: front ends pass what the configuration says.
     permission_rules: tuple[Rule, ...] = ()
     permission_mode: PermissionMode = PermissionMode.BYPASS
+    #: The permission rules of a session that works in another directory (`in_directory`):
+    #: the command line's path patterns (`Edit(src/**)`) are anchored at the session's
+    #: working directory (the config layer provides it; None: the same rules anywhere).
+    rules_for_cwd: Callable[[Path], tuple[Rule, ...]] | None = None
     #: Headless runs cannot ask: `ask` becomes a policy denial unless `assume_yes`.
     headless: bool = False
     assume_yes: bool = False
@@ -97,3 +102,11 @@ class SessionOptions:
     #: Where the session's checkpoints go (`<state>/checkpoints`, rawtrio.checkpoints);
     #: None: nothing is captured and there is nothing to undo.
     checkpoint_dir: Path | None = None
+
+    def in_directory(self, cwd: Path) -> SessionOptions:
+        """These options for a session that works in `cwd` (a resumed session keeps the
+        directory it was made in), the permission rules anchored there."""
+        if cwd == self.cwd:
+            return self
+        rules = self.permission_rules if self.rules_for_cwd is None else self.rules_for_cwd(cwd)
+        return dataclasses.replace(self, cwd=cwd, permission_rules=rules)

@@ -172,10 +172,10 @@ class Subagents:
             raise KeyError(f"unknown agent {agent!r}: no agents are configured here")
         else:
             options = await o.options_for_agent(agent)
-        # The child runs where the parent does and can ask no more than the parent can.
+        # The child runs where the parent does (its rules anchored there) and can ask no
+        # more than the parent can.
         return dataclasses.replace(
-            options,
-            cwd=o.cwd,
+            options.in_directory(o.cwd),
             env=o.env,
             headless=o.headless,
             assume_yes=o.assume_yes and options.assume_yes,

@@ -6,7 +6,6 @@ A prompt that starts with `//` is sent to the model with one `/` removed.
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import time
 from collections.abc import Awaitable, Callable
@@ -96,7 +95,7 @@ async def _switch(
     source = record.id
     if fork:
         source = await runtime.fork_session(record.id)
-    opened = dataclasses.replace(options, cwd=Path(record.cwd))
+    opened = options.in_directory(Path(record.cwd))
     session = await runtime.open_session(source, opened)
     await app.attach(session, created=False, show_history=True)
     if not quiet:  # the caller says what happened

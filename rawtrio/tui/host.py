@@ -32,7 +32,8 @@ if TYPE_CHECKING:
     from rawtrio.tui.editor import PromptEdit
 
 #: A runtime's session options (`SessionOptions`, or `RemoteOptions` attached to a host):
-#: the chat reads `cwd` and gives them back to the runtime they came from.
+#: the chat reads `cwd`, moves them to a resumed session's directory (`in_directory`) and
+#: gives them back to the runtime they came from.
 ChatOptions = Any
 
 

@@ -11,15 +11,16 @@ from typing import Any
 
 import pytest
 
-from rawtrio.cli.flags import add_session_flags, settle_tool_rules, split_tool_list, tool_rules
+from rawtrio.cli.flags import add_session_flags, session_tool_rules, split_tool_list, tool_rules
 from rawtrio.permissions.rules import Effect, evaluate, make_rule
 
 
-def rules_of(*argv: str) -> list[dict[str, Any]]:
+def rules_of(*argv: str, cwd: Path | None = None) -> list[dict[str, Any]]:
+    """The rules of the flags for a session working in `cwd` (default: here)."""
     parser = argparse.ArgumentParser()
     add_session_flags(parser)
-    rules: list[dict[str, Any]] = parser.parse_args(list(argv)).tool_rules
-    return rules
+    entries = parser.parse_args(list(argv)).tool_rules
+    return session_tool_rules(entries, cwd=cwd or Path.cwd(), home=Path.home())
 
 
 def decide(argv: tuple[str, ...], command: str, tool: str = "bash", **args: Any) -> Effect:
@@ -199,33 +200,56 @@ def test_an_allowed_path_pattern_stays_below_the_working_directory(
     assert decide(("--allowedTools", pattern), "", "write_file", path=given) is effect
 
 
-def settled_decide(argv: tuple[str, ...], tool: str, **args: Any) -> Effect:
-    """As `rawtrio` parses: the session flags, `--cwd`, then `settle_tool_rules`."""
-    parser = argparse.ArgumentParser()
-    add_session_flags(parser)
-    parser.add_argument("--cwd")
-    namespace = parser.parse_args(list(argv))
-    settle_tool_rules(namespace)
+def decide_in(cwd: Path, argv: tuple[str, ...], tool: str, **args: Any) -> Effect:
+    """As a session working in `cwd` maps the flags it was given (`prepare_session`)."""
     rules = [
         make_rule(r["match"], r["effect"], *(r["when"].values() if "when" in r else ()))
-        for r in namespace.tool_rules
+        for r in rules_of(*argv, cwd=cwd)
     ]
     return evaluate(rules, tool, args, read_only=False).effect
 
 
-@pytest.mark.parametrize("cwd_first", [True, False])
+def test_the_flags_keep_the_patterns_as_given() -> None:
+    """Parsing checks each name and pattern but maps none: each session maps them from
+    its own working directory."""
+    parser = argparse.ArgumentParser()
+    add_session_flags(parser)
+    argv = ["--disallowedTools", "Edit(src/key)", "--allowedTools", "Edit(src/**),Bash"]
+    assert parser.parse_args(argv).tool_rules == [
+        {"pattern": "Edit(src/key)", "effect": "deny"},
+        {"pattern": "Edit(src/**)", "effect": "allow"},
+        {"pattern": "Bash", "effect": "allow"},
+    ]
+
+
 @pytest.mark.parametrize("pattern", ["Edit(src/**)", "Edit(./src/**)", "Edit(/src/**)"])
-def test_path_patterns_are_taken_from_cwd_not_from_where_rawtrio_runs(
-    pattern: str, cwd_first: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+def test_path_patterns_are_taken_from_the_sessions_directory_not_from_where_rawtrio_runs(
+    pattern: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     here, project = tmp_path / "here", tmp_path / "project"
     here.mkdir()
     project.mkdir()
     monkeypatch.chdir(here)
-    flags = ("--allowedTools", pattern, "--disallowedTools", "Edit(src/secret)")
-    cwd = ("--cwd", str(project))
-    argv = (*cwd, *flags) if cwd_first else (*flags, *cwd)
-    assert settled_decide(argv, "write_file", path=str(project / "src" / "a")) is Effect.ALLOW
-    assert settled_decide(argv, "write_file", path="src/a") is Effect.ALLOW
-    assert settled_decide(argv, "write_file", path=str(here / "src" / "a")) is Effect.ASK
-    assert settled_decide(argv, "edit_file", path=str(project / "src" / "secret")) is Effect.DENY
+    argv = ("--allowedTools", pattern, "--disallowedTools", "Edit(src/secret)")
+    assert decide_in(project, argv, "write_file", path=str(project / "src" / "a")) is Effect.ALLOW
+    assert decide_in(project, argv, "write_file", path="src/a") is Effect.ALLOW
+    assert decide_in(project, argv, "write_file", path=str(here / "src" / "a")) is Effect.ASK
+    assert decide_in(project, argv, "edit_file", path=str(project / "src" / "secret")) is (
+        Effect.DENY
+    )
+
+
+def test_rule_objects_pass_as_they_are_and_bad_entries_are_named(tmp_path: Path) -> None:
+    """A host's client may send rawtrio rule objects (`{"match", "effect", "when"?}`) or
+    the patterns as given (`{"pattern", "effect"}`); the denials go last."""
+    rule = {"match": "bash", "effect": "deny"}
+    entries = [rule, {"pattern": "Read", "effect": "allow"}]
+    assert session_tool_rules(entries, cwd=tmp_path, home=tmp_path)[-1] == rule
+    for bad, message in [
+        ({"pattern": "Nope", "effect": "allow"}, "entry 1: 'Nope': no such tool"),
+        ({"pattern": "Read", "effect": "ask"}, "entry 1: 'ask': a tool list allows or denies"),
+        ({"pattern": 3, "effect": "allow"}, "entry 1: pattern must be a string"),
+        ({"pattern": "Read", "effect": "allow", "x": 1}, "entry 1: unknown key 'x'"),
+    ]:
+        with pytest.raises(ValueError, match=re.escape(message)):
+            session_tool_rules([bad], cwd=tmp_path, home=tmp_path)
