@@ -130,12 +130,13 @@ NOT_BEFORE_THE_SDK = (
 )
 
 
-def until_the_sdk_import(tmp_path: Path, *argv: str) -> dict[str, list[str]]:
-    """Run `rawtrio -p hi ARGV` in a folder and home without config files up to the
-    provider SDK's import; what was loaded and built by then."""
-    hook = tmp_path / "hook"
-    hook.mkdir()
-    (hook / "sitecustomize.py").write_text(SDK_STOP)
+def stopped_run(tmp_path: Path, hook: str, stop_variable: str, *argv: str) -> dict[str, Any]:
+    """Run `rawtrio -p hi ARGV` in a folder and home without config files, with `hook` as
+    its `sitecustomize` (which writes what it saw to the file named by `stop_variable` and
+    ends the process); what the hook wrote."""
+    folder = tmp_path / "hook"
+    folder.mkdir()
+    (folder / "sitecustomize.py").write_text(hook)
     stop = tmp_path / "stop.json"
     env = {
         k: v
@@ -151,19 +152,25 @@ def until_the_sdk_import(tmp_path: Path, *argv: str) -> dict[str, list[str]]:
         RAWTRIO_MODEL="test-model",
         ANTHROPIC_API_KEY="test-key",
         ANTHROPIC_BASE_URL="http://127.0.0.1:9",  # never reached: the run stops before
-        PYTHONPATH=os.pathsep.join([str(hook), *filter(None, [os.environ.get("PYTHONPATH")])]),
-        RAWTRIO_TEST_SDK_STOP=str(stop),
+        PYTHONPATH=os.pathsep.join([str(folder), *filter(None, [os.environ.get("PYTHONPATH")])]),
     )
+    env[stop_variable] = str(stop)
     subprocess.run(
         [sys.executable, "-m", "rawtrio", "-p", "hi", *argv],
         capture_output=True,
         check=True,
-        timeout=60,
+        timeout=120,
         cwd=tmp_path,
         env=env,
     )
-    found: dict[str, list[str]] = json.loads(stop.read_text())
+    found: dict[str, Any] = json.loads(stop.read_text())
     return found
+
+
+def until_the_sdk_import(tmp_path: Path, *argv: str) -> dict[str, list[str]]:
+    """Run `rawtrio -p hi ARGV` up to the provider SDK's import; what was loaded and built
+    by then."""
+    return stopped_run(tmp_path, SDK_STOP, "RAWTRIO_TEST_SDK_STOP", *argv)
 
 
 def test_a_local_headless_run_builds_no_config_model_before_the_sdk(tmp_path: Path) -> None:
@@ -215,38 +222,11 @@ NOT_BEFORE_THE_FIRST_REQUEST = (
 
 
 def until_the_first_request(tmp_path: Path, *argv: str) -> list[str]:
-    """Run `rawtrio -p hi ARGV` in a folder and home without config files up to its first
-    connection to the model's endpoint; the modules loaded by then."""
-    hook = tmp_path / "hook"
-    hook.mkdir()
-    (hook / "sitecustomize.py").write_text(REQUEST_STOP)
-    stop = tmp_path / "stop.json"
-    env = {
-        k: v
-        for k, v in os.environ.items()
-        if not k.startswith(("RAWTRIO_", "XDG_", "ANTHROPIC_", "OPENAI_"))
-    }
-    env.update(
-        HOME=str(tmp_path),
-        XDG_CONFIG_HOME=str(tmp_path / "config"),
-        XDG_RUNTIME_DIR=str(tmp_path / "run"),
-        RAWTRIO_STATE_DIR=str(tmp_path / "state"),
-        RAWTRIO_PROVIDER="anthropic",
-        RAWTRIO_MODEL="test-model",
-        ANTHROPIC_API_KEY="test-key",
-        ANTHROPIC_BASE_URL="http://127.0.0.1:9",  # never reached: the run stops before
-        PYTHONPATH=os.pathsep.join([str(hook), *filter(None, [os.environ.get("PYTHONPATH")])]),
-        RAWTRIO_TEST_REQUEST_STOP=str(stop),
-    )
-    subprocess.run(
-        [sys.executable, "-m", "rawtrio", "-p", "hi", *argv],
-        capture_output=True,
-        check=True,
-        timeout=120,
-        cwd=tmp_path,
-        env=env,
-    )
-    modules: list[str] = json.loads(stop.read_text())["modules"]
+    """Run `rawtrio -p hi ARGV` up to its first connection to the model's endpoint; the
+    modules loaded by then."""
+    modules: list[str] = stopped_run(tmp_path, REQUEST_STOP, "RAWTRIO_TEST_REQUEST_STOP", *argv)[
+        "modules"
+    ]
     return modules
 
 

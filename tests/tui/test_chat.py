@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import re
 import signal
+from collections.abc import Iterator
 
 import psutil
 
@@ -274,6 +276,19 @@ def test_one_tool_call_selected_with_alt_up_and_expanded_with_enter(
         pane.close()
 
 
+@contextlib.contextmanager
+def held_at_the_first_frame(pane: Pane) -> Iterator[psutil.Process]:
+    """The chat stopped where its first frame left it (SIGSTOP) for the block: what the
+    block types waits in the terminal until the chat goes on."""
+    pane.wait_for("Enter sends", "the first frame")
+    chat = pane.chat_process()
+    chat.suspend()
+    try:
+        yield chat
+    finally:
+        chat.resume()
+
+
 def test_keys_typed_as_soon_as_the_prompt_shows_are_kept(
     iso: Isolation, chat_model: FakeModel
 ) -> None:
@@ -281,14 +296,9 @@ def test_keys_typed_as_soon_as_the_prompt_shows_are_kept(
     open: what is typed from then on waits in the terminal and is sent once it can be."""
     pane = Pane.start(iso, *chat_args(chat_model), env=KEYS)
     try:
-        pane.wait_for("Enter sends", "the first frame")
-        chat = pane.chat_process()
-        chat.suspend()  # held where the first frame left it: the keys wait in the terminal
-        try:
+        with held_at_the_first_frame(pane):
             pane.type("say hello")
             pane.keys("Enter")
-        finally:
-            chat.resume()
         screen = pane.wait_for("return 42", "the reply to what was typed while starting")
         assert "› say hello" in screen
         assert "Hello from the fake model." in screen
@@ -307,14 +317,9 @@ def test_ctrl_c_typed_as_soon_as_the_prompt_shows_is_the_chats_ctrl_c(
     the program, and a second one leaves as at any idle prompt."""
     pane = Pane.start(iso, *chat_args(chat_model), env=KEYS)
     try:
-        pane.wait_for("Enter sends", "the first frame")
-        chat = pane.chat_process()
-        chat.suspend()  # held where the first frame left it: the keys wait in the terminal
-        try:
+        with held_at_the_first_frame(pane) as chat:
             pane.type("draft")
             pane.keys("C-c")
-        finally:
-            chat.resume()
         screen = pane.wait_for("press Ctrl-C again to exit")
         assert "› draft" not in screen
         pane.wait_for("ready │")
