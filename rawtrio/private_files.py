@@ -43,14 +43,9 @@ def own_roots() -> list[Path]:
     A folder the user chose for something else (the working directory for `config init
     --config ./x.toml`, say) is never tightened; only the folders rawtrio creates are.
     """
-    import platformdirs  # with tempfile and shutil: loaded by the first folder checked
+    from rawtrio.user_dirs import user_dir  # platformdirs' folders, mostly without it
 
-    roots = [
-        platformdirs.user_state_path("rawtrio"),
-        platformdirs.user_config_path("rawtrio"),
-        platformdirs.user_cache_path("rawtrio"),
-        platformdirs.user_data_path("rawtrio"),
-    ]
+    roots = [user_dir("state"), user_dir("config"), user_dir("cache"), user_dir("data")]
     for variable in ("RAWTRIO_STATE_DIR", "RAWTRIO_CACHE_DIR"):
         if value := os.environ.get(variable):
             roots.append(Path(value))

@@ -27,7 +27,6 @@ stops when its caller is cancelled (before a call starts, that means the call ne
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -38,11 +37,11 @@ import trio
 
 from rawtrio.checkpoints.diff import PathChange, call_changes
 from rawtrio.checkpoints.model import CapturedBy, ChangeSet, FileChange, NotCaptured, Version
-from rawtrio.checkpoints.restore import Outcome, redo, undo
 from rawtrio.checkpoints.store import CheckpointStore, now
 from rawtrio.checkpoints.tree import Budget, Seen, Snapshot, read_version, snapshot
 
 if TYPE_CHECKING:
+    from rawtrio.checkpoints.restore import Outcome
     from rawtrio.tools.background import BackgroundJobs
 
 #: Tools that change exactly the file named by their `path` argument.
@@ -183,6 +182,8 @@ class TurnCheckpoints:
         return await trio.to_thread.run_sync(self._restore, False, number, force)
 
     def _restore(self, is_undo: bool, number: int | None, force: bool) -> Outcome:
+        from rawtrio.checkpoints.restore import redo, undo  # only for /undo and /redo
+
         self._cache.clear()  # the tree changes under the snapshot cache
         run = undo if is_undo else redo
         return run(self.store, self.session_id, number, force=force)
@@ -334,6 +335,8 @@ def count_lines(before: bytes | None, after: bytes | None) -> tuple[int, int]:
     """(+added, −removed) lines, as a unified diff counts them; (0, 0) for binary."""
     if before is None or after is None or b"\0" in before[:8192] or b"\0" in after[:8192]:
         return 0, 0
+    import difflib  # loaded by the first changed text file, not by every turn
+
     a = before.decode("utf-8", "replace").splitlines()
     b = after.decode("utf-8", "replace").splitlines()
     added = removed = 0

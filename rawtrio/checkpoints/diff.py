@@ -18,7 +18,6 @@ Blocking file reads: call from a worker thread.
 
 from __future__ import annotations
 
-import difflib
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -93,6 +92,8 @@ def unified_lines(old: str, new: str, context: int = CONTEXT_LINES) -> list[str]
     """The unified diff of two texts, its `---`/`+++` header left out: `@@` lines, then
     lines starting with " ", "-" or "+", and git's "\\ No newline at end of file" after a
     last line without one."""
+    import difflib  # only when a diff is shown: a turn that changed nothing never loads it
+
     out: list[str] = []
     a, b = old.splitlines(keepends=True), new.splitlines(keepends=True)
     for line in list(difflib.unified_diff(a, b, n=context))[2:]:

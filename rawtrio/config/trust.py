@@ -34,9 +34,9 @@ def state_dir(env: Mapping[str, str]) -> Path:
     explicit = env.get(STATE_DIR_ENV)
     if explicit:
         return Path(explicit)
-    import platformdirs  # only without RAWTRIO_STATE_DIR
+    from rawtrio.user_dirs import user_dir  # platformdirs' folder, mostly without it
 
-    return platformdirs.user_state_path("rawtrio")
+    return user_dir("state")
 
 
 def file_digest(path: Path) -> str:

@@ -40,13 +40,13 @@ SERVER_NAME_RE: Final = re.compile(r"^[A-Za-z0-9_.-]{1,64}$")
 def mcp_cache_dir(env: Mapping[str, str]) -> Path:
     """Where tool lists are cached: `RAWTRIO_CACHE_DIR`, else `RAWTRIO_STATE_DIR/cache`
     (tests, portable installs), else the user cache directory."""
-    import platformdirs
-
     if base := env.get("RAWTRIO_CACHE_DIR"):
         return Path(base) / "mcp-tools"
     if state := env.get("RAWTRIO_STATE_DIR"):
         return Path(state) / "cache" / "mcp-tools"
-    return platformdirs.user_cache_path("rawtrio") / "mcp-tools"
+    from rawtrio.user_dirs import user_dir  # platformdirs' folder, mostly without it
+
+    return user_dir("cache") / "mcp-tools"
 
 
 def tool_id(server: str, tool: str) -> str:

@@ -1,7 +1,8 @@
 """Where the session database lives.
 
 `RAWTRIO_STATE_DIR` overrides the directory (tests, portable installs); otherwise it is
-the platform's user state directory (`platformdirs`, which honours `XDG_STATE_HOME`).
+the platform's user state directory (`platformdirs`' folder, which honours
+`XDG_STATE_HOME`; `rawtrio.user_dirs`).
 """
 
 from __future__ import annotations
@@ -21,9 +22,9 @@ def state_dir() -> Path:
     override = os.environ.get(STATE_DIR_ENV)
     if override:
         return Path(override).expanduser()
-    import platformdirs  # ~12 ms (with tempfile and shutil): only when it is asked
+    from rawtrio.user_dirs import user_dir  # platformdirs' folder, mostly without it
 
-    return platformdirs.user_state_path("rawtrio")
+    return user_dir("state")
 
 
 def default_db_path() -> Path:

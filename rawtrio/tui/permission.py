@@ -10,7 +10,6 @@ Up/Down and Enter. Ctrl-C or Esc cancel the turn (the app answers the prompt as 
 
 from __future__ import annotations
 
-import difflib
 import json
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -40,6 +39,8 @@ def call_preview(tool_id: str, arguments: Mapping[str, Any]) -> list[Markup]:
         return [("perm command", "$ " + arguments["command"])]
     old, new = arguments.get("old"), arguments.get("new")
     if isinstance(old, str) and isinstance(new, str):
+        import difflib  # only for an edit's preview: an idle chat has not loaded it
+
         diff = difflib.unified_diff(
             old.splitlines(), new.splitlines(), str(arguments.get("path", "")), "", lineterm=""
         )

@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -147,6 +146,8 @@ def _read(path: Path) -> tuple[Any, str] | None:
 def _rawtrio_file(path: Path, folder: Path, digest: str, summary: str) -> UntrustedFile:
     """A `.rawtrio/config.toml`: its hooks and MCP servers with their commands, and the
     other things that need trust (`summary`); trusted by folder, as `--trust` does."""
+    import tomllib  # only when the project has such a file
+
     from rawtrio.config.safe_read import MAX_CONFIG_BYTES, UnsafeFileError, read_bounded
 
     details: list[str] = []

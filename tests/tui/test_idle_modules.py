@@ -32,7 +32,10 @@ signal.signal(signal.SIGUSR1, _write_modules)
 #: Never loaded by a local chat (Anthropic, no config files, no MCP servers) idle after a
 #: turn: the other provider's SDK and the MCP SDK (each several MB), the pydantic config
 #: schema (nothing to validate), the dashboard's web stack, the editor protocol, and the
-#: client of a host the chat is not attached to.
+#: client of a host the chat is not attached to. Then what a turn that changed no file
+#: never needs: `difflib` (an edit's preview, a diff shown), the checkpoints' undo and
+#: redo, `tomllib` (a project config file to parse), and `platformdirs` (rawtrio's own
+#: folders are computed where the answer is plain: `rawtrio.user_dirs`).
 NOT_IN_AN_IDLE_CHAT = (
     "openai",
     "mcp",
@@ -42,6 +45,10 @@ NOT_IN_AN_IDLE_CHAT = (
     "hypercorn",
     "rawtrio.acp",
     "rawtrio.host.remote",
+    "difflib",
+    "rawtrio.checkpoints.restore",
+    "tomllib",
+    "platformdirs",
 )
 
 
