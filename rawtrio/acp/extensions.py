@@ -587,6 +587,7 @@ async def checkpoint_rewind(
     outside rawtrio since, nothing is done and the answer lists the `conflicts` (`applied:
     false`); `force: true` overwrites them. `sessionId` of the answer is the fork (null
     when the conversation was not rewound); the source session is left as it was."""
+    from rawtrio.app.choice import writer_lease
     from rawtrio.checkpoints.rewind import WHATS, prompts_of, rewind
     from rawtrio.checkpoints.store import CheckpointStore, checkpoints_root
 
@@ -605,13 +606,17 @@ async def checkpoint_rewind(
     ready()
     runtime = conn.agent.runtime
     try:
-        record = await runtime.get_session(sid)
-        prompts = prompts_of(await runtime.session_events(sid))
-        if session is not None:
-            store = session.checkpoints.store if session.checkpoints is not None else None
-        else:
-            store = CheckpointStore(checkpoints_root(), Path(record.cwd))
-        result = await rewind(runtime, store, sid, prompts, number, what, force=force)
+        # A session live in the host is held by it; one open in another process (a local
+        # chat, a headless run) is refused with `SessionLocked` (exit code 5) rather than
+        # rewound under its feet.
+        async with writer_lease(runtime, sid):
+            record = await runtime.get_session(sid)
+            prompts = prompts_of(await runtime.session_events(sid))
+            if session is not None:
+                store = session.checkpoints.store if session.checkpoints is not None else None
+            else:
+                store = CheckpointStore(checkpoints_root(), Path(record.cwd))
+            result = await rewind(runtime, store, sid, prompts, number, what, force=force)
     except RawtrioError as exc:
         raise rawtrio_error(exc) from None
     except OSError as exc:

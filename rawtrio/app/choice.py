@@ -5,11 +5,18 @@ its writer lease — `SessionLocked` while another process has it open — and r
 killed writer left (the runtime does both).
 
 An id may be given as a unique prefix of at least `MIN_PREFIX` characters, as with git.
+
+`writer_lease` holds a session's lease for an operation that changes a stored session from
+outside a turn (`rawtrio undo`, `redo`, `rewind`): while another process (a chat, a
+headless run, the host) has the session open, it refuses with `SessionLocked` rather than
+change the files and the conversation under that process's feet.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -96,3 +103,31 @@ async def resolve_id(runtime: StoredSessions, text: str) -> str:
     if not found:
         raise UnknownSession(text)
     return found[0]
+
+
+@contextlib.asynccontextmanager
+async def writer_lease(runtime: Runtime, session_id: str) -> AsyncIterator[None]:
+    """Hold `session_id`'s writer lease for the block (docs/checkpoints.md, "Who may undo").
+
+    Raises `SessionLocked` (naming the holder's pid) at once while another process has the
+    session open; nothing waits. A session live in this runtime is held already (the caller
+    checks that no turn runs in it); a session the store no longer has is nobody's, so the
+    block runs without a lease (its checkpoints may outlive it). The lease taken here is
+    given back when the block ends, shielded and bounded like every cleanup."""
+    held = False
+    if session_id not in runtime.live_sessions:
+        # No stored session (deleted, its checkpoints kept): no other process can have it.
+        with contextlib.suppress(UnknownSession):
+            await runtime.store.open_for_write(session_id)
+            held = True
+    try:
+        yield
+    finally:
+        if held:
+            with trio.move_on_after(_RELEASE_DEADLINE_S) as cleanup:
+                cleanup.shield = True
+                await runtime.store.close_session(session_id)
+
+
+#: How long giving a lease back may take (it closes a file; the bound is for the rule).
+_RELEASE_DEADLINE_S = 5.0
