@@ -283,12 +283,20 @@ async def session_start(
     host, agent = _host(conn), conn.agent
     try:
         setup = await host.options(cwd=cwd, env=env, overrides=overrides, headless=headless)
+
+        async def reconfigure(where: Path) -> SessionOptions:
+            """A session resumed from another directory: its own project's configuration,
+            with the client's flags and environment (rawtrio.app.choice)."""
+            nonlocal setup
+            setup = await host.options(cwd=where, env=env, overrides=overrides, headless=headless)
+            return setup.options
+
         while True:
             await agent.closes_done()
             if choice.new:
                 session = await agent.runtime.create_session(setup.options)
             else:  # the live one when it is live in this host: joined, not locked
-                session = await start_session(agent.runtime, choice, setup.options)
+                session = await start_session(agent.runtime, choice, setup.options, reconfigure)
             if session.id not in agent.closing:
                 break  # else: being closed for want of a client; open it again after
     except RawtrioError as exc:

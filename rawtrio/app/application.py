@@ -49,6 +49,8 @@ class App:
     setup: SessionSetup | None
     _overrides: argparse.Namespace
     _headless: bool
+    #: Told each configuration notice (`open_app(notify=...)`).
+    _notify: Callable[[str], object] | None = None
 
     @property
     def options(self) -> SessionOptions:
@@ -65,8 +67,22 @@ class App:
 
     async def start_session(self, choice: Choice) -> Session:
         """The live session `choice` names (`--continue`, `--resume`, `--fork`, or new).
-        Raises `UsageError`, `UnknownSession`, `SessionLocked` or a store error."""
-        return await start_session(self.runtime, choice, self.options)
+        Raises `UsageError`, `UnknownSession`, `SessionLocked`, a store error, or
+        `ConfigError` / `NoCredentials` for the configuration of a resumed session's own
+        directory (resolved there when it is not the run's: `rawtrio.app.choice`); the
+        app's `setup` is then that directory's, and its notices are told as at open."""
+
+        async def reconfigure(cwd: Path) -> SessionOptions:
+            setup = await self.options_for(cwd=cwd)
+            if self._notify is not None:
+                told = set(self.notices)
+                for notice in setup.notices:
+                    if notice not in told:
+                        self._notify(notice)
+            self.setup = setup
+            return setup.options
+
+        return await start_session(self.runtime, choice, self.options, reconfigure)
 
     async def resolve_id(self, text: str) -> str:
         """The session id `text` names: itself, or the one stored id it is a prefix of."""
@@ -139,7 +155,7 @@ async def open_app(
             retention_days=DEFAULT_RETENTION_DAYS if retention else 0,
         ) as runtime,
     ):
-        yield App(runtime, setup, overrides, headless)
+        yield App(runtime, setup, overrides, headless, notify)
 
 
 @contextlib.asynccontextmanager

@@ -4,6 +4,11 @@
 its writer lease — `SessionLocked` while another process has it open — and repairs what a
 killed writer left (the runtime does both).
 
+A session resumed from another directory works in its own: its project configuration
+(`.rawtrio/config.toml`, `.claude/settings.json`, project MCP servers, skills, memory files)
+is resolved again there, with the run's user configuration, flags and environment
+(`Reconfigure`); the run directory's project files do not apply to it.
+
 An id may be given as a unique prefix of at least `MIN_PREFIX` characters, as with git.
 
 `writer_lease` holds a session's lease for an operation that changes a stored session from
@@ -16,7 +21,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
@@ -52,9 +57,22 @@ class Choice:
         return not (self.continue_ or self.resume)
 
 
-async def start_session(runtime: Runtime, choice: Choice, options: SessionOptions) -> Session:
+#: The run's options resolved again for another working directory: its project files,
+#: the same user configuration, flags and environment (`App.options_for(cwd=...)`).
+Reconfigure = Callable[[Path], Awaitable[SessionOptions]]
+
+
+async def start_session(
+    runtime: Runtime,
+    choice: Choice,
+    options: SessionOptions,
+    reconfigure: Reconfigure | None = None,
+) -> Session:
     """The live session the run works in. Raises `UsageError`, `UnknownSession`,
-    `SessionLocked` (another process has it open) or a store error."""
+    `SessionLocked` (another process has it open), a store error, or what `reconfigure`
+    raises for the configuration of a resumed session's directory (`ConfigError`, ...).
+    Without `reconfigure`, a session of another directory keeps the run's configuration,
+    only its permission rules' path patterns moved there."""
     if choice.new:
         return await runtime.create_session(options)
     if choice.continue_:
@@ -74,10 +92,11 @@ async def start_session(runtime: Runtime, choice: Choice, options: SessionOption
         )
     if not await trio.Path(cwd).is_dir():
         raise UsageError(f"session {source.id} works in {cwd}, which is no longer a directory")
-    # A resumed session keeps its directory (its system prompt was made for it), and the
-    # command line's path patterns are anchored there; provider, model and limits are this
-    # run's.
-    options = options.in_directory(cwd)
+    # A resumed session keeps its directory (its system prompt was made for it), and its
+    # project's configuration applies, the command line's path patterns anchored there;
+    # flags (provider, model, limits) are this run's.
+    if cwd != options.cwd:
+        options = await reconfigure(cwd) if reconfigure is not None else options.in_directory(cwd)
     session_id = await runtime.fork_session(source.id) if choice.fork else source.id
     return await runtime.open_session(session_id, options)
 
