@@ -48,7 +48,7 @@ from rawtrio.acp import params as p
 from rawtrio.acp.agent import AcpAgent, AcpConnection, Extensions
 from rawtrio.acp.jsonrpc import RESOURCE_NOT_FOUND, Peer, Ready, Reply, RpcError
 from rawtrio.app.choice import Choice, start_session
-from rawtrio.cli.flags import PROVIDERS
+from rawtrio.cli.flags import PROVIDERS, rule_entry_problem
 from rawtrio.context.accounting import usage_to_json
 from rawtrio.errors import RawtrioError, TurnInProgress, UsageError, exit_code_for
 from rawtrio.events import event_to_json
@@ -90,7 +90,8 @@ _FLAGS: Final[dict[str, tuple[str, Callable[[Any], bool], tuple[str, ...] | None
 
 
 def _is_rules(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(rule, dict) for rule in value)
+    """A list; each entry's shape is checked on its own (`rule_entry_problem`)."""
+    return isinstance(value, list)
 
 
 def _is_int(value: Any) -> bool:
@@ -182,6 +183,10 @@ def flags_namespace(flags: Mapping[str, Any]) -> argparse.Namespace:
         what, check, allowed = spec
         if not check(value):
             raise p.invalid(f"flags.{key} must be {what}, got {json_type_name(value)}")
+        if key == "tool_rules":
+            for i, entry in enumerate(value):
+                if (problem := rule_entry_problem(entry)) is not None:
+                    raise p.invalid(f"flags.tool_rules[{i}]: {problem}")
         if allowed is not None and value not in allowed:
             raise p.invalid(f"flags.{key}: {value!r} is not one of {', '.join(allowed)}")
         setattr(ns, key, value)
