@@ -282,7 +282,7 @@ class ChatApp:
                 and not replay
             ):
                 self.pending_permissions.append(item.permission)
-                asker = self.transcript.asker(item.call_id)
+                asker = self.transcript.asker(item.call_id, item.permission.request_id)
                 if asker is not None:
                     self.askers[item.permission.request_id] = asker
                 self._next_prompt()
