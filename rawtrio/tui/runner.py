@@ -166,6 +166,12 @@ def _chat_boot(args: argparse.Namespace) -> Boot:
                 return
 
             _configure(app, opened)
+
+            async def options_for_cwd(cwd: Path) -> tuple[Any, tuple[str, ...]]:
+                found = await opened.options_for(cwd=cwd, agent=app.agent)
+                return found.options, found.notices
+
+            app.setup.options_for_cwd = options_for_cwd
             session = await opened.start_session(choice)
             await app.attach(session, created=choice.new, show_history=not choice.new)
             await app.closed.wait()
