@@ -172,8 +172,12 @@ def _chat_boot(args: argparse.Namespace) -> Boot:
                 return found.options, found.notices
 
             app.setup.options_for_cwd = options_for_cwd
+            told = set(opened.notices)
             session = await opened.start_session(choice)
             await app.attach(session, created=choice.new, show_history=not choice.new)
+            for notice in opened.notices:  # a session resumed from elsewhere: its project's
+                if notice not in told:
+                    app.transcript.note(f"rawtrio: {notice}", "warning")
             await app.closed.wait()
 
     return boot
