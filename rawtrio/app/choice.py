@@ -142,7 +142,9 @@ async def writer_lease(runtime: Runtime, session_id: str) -> AsyncIterator[None]
     try:
         yield
     finally:
-        if held:
+        # A session opened in this runtime meanwhile (a host's client resumed it) shares
+        # the store's lease: it keeps it.
+        if held and session_id not in runtime.live_sessions:
             with trio.move_on_after(_RELEASE_DEADLINE_S) as cleanup:
                 cleanup.shield = True
                 await runtime.store.close_session(session_id)

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import trio
 
+from rawtrio.app.choice import writer_lease
 from rawtrio.checkpoints.store import CheckpointStore
+from rawtrio.contracts import TurnOutcome
 from rawtrio.store.sqlite import SqliteStore
 from tests.checkpoints.helpers import picture
 from tests.checkpoints.rewind_support import PROMPTS, make_small_project, scenario_three_turns
@@ -63,3 +65,27 @@ async def test_undo_and_rewind_of_a_session_open_elsewhere_are_refused_with_exit
     rewound = await trio.to_thread.run_sync(lambda: rawtrio(project, state, "rewind", "--to", "1"))
     assert rewound.returncode == 0, rewound.stderr
     assert not (project / "a.txt").exists()
+
+
+async def test_a_session_opened_in_the_runtime_meanwhile_keeps_the_lease(tmp_path: Path) -> None:
+    """A host's `_rawtrio/rewind` holds the lease in the host's own store; a client that
+    resumes the session meanwhile opens it in the same runtime, sharing that lease: the
+    rewind's end must not take it from the live session."""
+    project = make_small_project(tmp_path / "p")
+    async with (
+        SqliteStore(tmp_path / "state" / "sessions.db") as store,
+        session_on(scenario_three_turns(), "anthropic", project, store=store) as (
+            session,
+            _s,
+            runtime,
+        ),
+    ):
+        options = session.options
+        await session.close()
+        async with writer_lease(runtime, session.id):
+            assert store.leases.holds(session.id)
+            reopened = await runtime.open_session(session.id, options)
+        assert store.leases.holds(session.id)  # still the live session's
+        ended = await reopened.run_turn(PROMPTS[0])
+        assert ended.outcome is TurnOutcome.COMPLETED
+        assert [e.type for e in await store.events_since(session.id, 0)][-1] == "turn_ended"
