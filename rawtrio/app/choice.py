@@ -124,6 +124,25 @@ async def resolve_id(runtime: StoredSessions, text: str) -> str:
     return found[0]
 
 
+async def stored_directory(text: str) -> Path | None:
+    """The working directory of the stored session `text` names (an id or a prefix), read
+    before the application opens, for what must happen first: a chat's trust prompt for
+    `--resume ID` asks about that project's files, not the run directory's. None when the
+    store has no such single session or cannot be read (opening the session says why)."""
+    from rawtrio.errors import RawtrioError
+    from rawtrio.store.paths import default_db_path
+    from rawtrio.store.sqlite import SqliteStore
+
+    path = default_db_path()
+    if not await trio.Path(path).is_file():
+        return None
+    try:
+        async with SqliteStore(path) as store:
+            return Path((await store.get_session(await resolve_id(store, text))).cwd)
+    except (RawtrioError, OSError):
+        return None
+
+
 @contextlib.asynccontextmanager
 async def writer_lease(runtime: Runtime, session_id: str) -> AsyncIterator[None]:
     """Hold `session_id`'s writer lease for the block (docs/checkpoints.md, "Who may undo").

@@ -4,6 +4,7 @@ real application, store and runtime; no terminal), then `/resume ID`."""
 
 from __future__ import annotations
 
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -86,7 +87,7 @@ async def test_resume_at_start_shows_the_notices_of_the_sessions_own_project(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """`rawtrio --resume ID` from another directory: the notices of the session's project's
-    configuration (here, a Claude Code settings file that waits for trust) are shown."""
+    configuration (here, a Claude Code settings file left untrusted) are shown."""
     config = home / "user.toml"
     config.write_text(USER)
     project, here = home / "project", home / "here"
@@ -110,7 +111,11 @@ async def test_resume_at_start_shows_the_notices_of_the_sessions_own_project(
                 await attach(*args, **kwargs)
                 attached.set()
 
+            async def skip(files: list[Any]) -> str:  # the user answers "without them"
+                return "skip"
+
             app.attach = attach_and_tell  # type: ignore[method-assign]
+            app.ask_trust = skip  # type: ignore[method-assign,assignment]
             nursery.start_soon(_chat_boot(build_parser().parse_args([*argv, "--resume", sid])), app)
             await attached.wait()
             await trio.testing.wait_all_tasks_blocked()
@@ -120,3 +125,89 @@ async def test_resume_at_start_shows_the_notices_of_the_sessions_own_project(
     assert app.session is not None
     assert app.session.id == sid
     assert "rawtrio: .claude/settings.json defines allow rules" in shown, shown
+
+
+async def test_resume_at_start_asks_trust_for_the_sessions_own_project(
+    home: Path,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The trust prompt of `rawtrio --resume ID` run elsewhere lists the session's project's
+    files that wait for trust, not the run directory's; trusted, they apply."""
+    config = home / "user.toml"
+    config.write_text(USER)
+    project, here = home / "project", home / "here"
+    (project / ".claude").mkdir(parents=True)
+    (here / ".claude").mkdir(parents=True)
+    monkeypatch.chdir(here)
+    argv = ["--config", str(config)]
+    async with open_app(build_parser().parse_args([*argv, "--cwd", str(project)])) as made:
+        sid = (await made.start_session(Choice())).id
+    for folder in (project, here):
+        (folder / ".claude" / "settings.json").write_text(
+            json.dumps({"permissions": {"allow": ["Bash(make:*)"]}})
+        )
+    asked: list[Path] = []
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            setup = ChatSetup(runtime=None, options=None, agent="-", history_path=None)
+            app = ChatApp(setup, nursery)
+            attached = trio.Event()
+            attach = app.attach
+
+            async def attach_and_tell(*args: Any, **kwargs: Any) -> None:
+                await attach(*args, **kwargs)
+                attached.set()
+
+            async def trust(files: list[Any]) -> str:  # the user answers "trust"
+                asked.extend(f.path for f in files)
+                return "trust"
+
+            app.attach = attach_and_tell  # type: ignore[method-assign]
+            app.ask_trust = trust  # type: ignore[method-assign,assignment]
+            nursery.start_soon(_chat_boot(build_parser().parse_args([*argv, "--resume", sid])), app)
+            await attached.wait()
+            session = app.session
+            app.closed.set()
+    assert asked == [project / ".claude" / "settings.json"]
+    assert isinstance(session, Session)
+    assert session.id == sid
+    given = {"command": "make all"}
+    decided = evaluate(session.options.permission_rules, "bash", given, read_only=False)
+    assert decided.effect is Effect.ALLOW  # the trusted file's allow rule applies
+
+
+def test_the_line_chats_trust_question_for_resume_names_the_sessions_project(
+    home: Path,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`rawtrio --plain --resume ID` run elsewhere asks about the session's project's files
+    (its question on a terminal; here stdin answers "n")."""
+    from rawtrio.cli.repl import _ask_trust
+
+    config = home / "user.toml"
+    config.write_text(USER)
+    project, here = home / "project", home / "here"
+    (project / ".claude").mkdir(parents=True)
+    here.mkdir()
+    monkeypatch.chdir(here)
+    argv = ["--config", str(config)]
+
+    async def make() -> str:
+        async with open_app(build_parser().parse_args([*argv, "--cwd", str(project)])) as made:
+            return (await made.start_session(Choice())).id
+
+    sid = trio.run(make)
+    (project / ".claude" / "settings.json").write_text(
+        json.dumps({"permissions": {"allow": ["Bash(make:*)"]}})
+    )
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr("sys.stdin", Terminal("n\n"))
+    assert _ask_trust(build_parser().parse_args([*argv, "--plain", "--resume", sid]))
+    asked = capsys.readouterr().out
+    assert "files that run code or grant permissions" in asked
+    assert ".claude/settings.json" in asked
