@@ -44,10 +44,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
+import trio
+
 from rawtrio.acp import params as p
 from rawtrio.acp.agent import AcpAgent, AcpConnection, Extensions
 from rawtrio.acp.jsonrpc import RESOURCE_NOT_FOUND, Peer, Ready, Reply, RpcError
-from rawtrio.app.choice import Choice, start_session
+from rawtrio.app.choice import Choice, resolve_id, start_session
 from rawtrio.cli.flags import PROVIDERS, rule_entry_problem
 from rawtrio.context.accounting import usage_to_json
 from rawtrio.errors import RawtrioError, TurnInProgress, UsageError, exit_code_for
@@ -57,7 +59,7 @@ from rawtrio.permissions.approval import AlwaysScope, ApprovalDecision, Approval
 
 if TYPE_CHECKING:
     from rawtrio.app.options import SessionSetup
-    from rawtrio.runtime import SessionOptions
+    from rawtrio.runtime import Runtime, SessionOptions
     from rawtrio.store.base import SessionRecord
 
 log = logging.getLogger(__name__)
@@ -255,6 +257,19 @@ def _choice(params: Mapping[str, Any]) -> Choice:
     return out
 
 
+async def _resumed_directory(runtime: Runtime, choice: Choice) -> Path | None:
+    """The stored directory of the session `choice` resumes (no `--cwd` given), when it is
+    one existing directory; None otherwise (starting the session then says why)."""
+    if choice.resume is None or choice.explicit_cwd:
+        return None
+    try:
+        record = await runtime.get_session(await resolve_id(runtime, choice.resume))
+    except RawtrioError:
+        return None
+    where = Path(record.cwd)
+    return where if await trio.Path(where).is_dir() else None
+
+
 def _since(params: Mapping[str, Any]) -> int | None:
     value = params.get("since")
     if value is None:
@@ -287,7 +302,10 @@ async def session_start(
     ready()
     host, agent = _host(conn), conn.agent
     try:
-        setup = await host.options(cwd=cwd, env=env, overrides=overrides, headless=headless)
+        # A session resumed from elsewhere: its own directory's configuration from the
+        # start (the client's directory's is not read); `reconfigure` covers the rest.
+        where = await _resumed_directory(agent.runtime, choice) or cwd
+        setup = await host.options(cwd=where, env=env, overrides=overrides, headless=headless)
 
         async def reconfigure(where: Path) -> SessionOptions:
             """A session resumed from another directory: its own project's configuration,

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import trio
 
-from rawtrio.app.choice import Choice, resolve_id, start_session
+from rawtrio.app.choice import Choice, resolve_id, start_session, stored_directory
 from rawtrio.app.options import SessionSetup, prepare_session
 from rawtrio.contracts import DEFAULT_RETENTION_DAYS
 from rawtrio.groups import collapse_group
@@ -141,6 +141,8 @@ async def open_app(
         async with _open_demo(overrides) as app:
             yield app
         return
+    if configure:
+        overrides = await _in_resumed_directory(overrides)
     # Configuration first: a bad file or a missing key opens nothing.
     setup = await prepare_session(overrides, headless=headless) if configure else None
     if setup is not None and notify is not None:
@@ -156,6 +158,22 @@ async def open_app(
         ) as runtime,
     ):
         yield App(runtime, setup, overrides, headless, notify)
+
+
+async def _in_resumed_directory(overrides: argparse.Namespace) -> argparse.Namespace:
+    """`--resume ID` without `--cwd`: the overrides with the session's own directory, so its
+    project's configuration is the one resolved (and the run directory's is not read).
+    Unchanged when the store does not name one existing directory for ID (opening the
+    session then says why)."""
+    resume = getattr(overrides, "resume", None)
+    if not resume or getattr(overrides, "cwd", None):
+        return overrides
+    where = await stored_directory(resume)
+    if where is None or not await trio.Path(where).is_dir():
+        return overrides
+    moved = copy.copy(overrides)
+    moved.cwd = str(where)
+    return moved
 
 
 @contextlib.asynccontextmanager

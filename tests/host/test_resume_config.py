@@ -96,3 +96,38 @@ def test_a_resumed_session_takes_its_own_projects_configuration(place: Place, ho
     assert not (project / "mine.txt").exists()  # the session's project denies it
     assert (project / "theirs.txt").read_text() == "x\n"  # the run directory's rule: not here
     assert not (here / "theirs.txt").exists()
+
+
+def test_the_run_directorys_broken_config_is_not_read_for_a_resume(place: Place, how: str) -> None:
+    """The run directory's project file is not the session's: a broken one there neither
+    stops `--resume ID` nor is reported."""
+    project = place.iso.root / "project"
+    here = place.iso.cwd
+    project.mkdir()
+    (here / ".rawtrio").mkdir(parents=True)
+    (here / ".rawtrio" / "config.toml").write_text("max_steps = [not toml\n", encoding="utf-8")
+    with fake_model_in_thread(Scenario.from_dict(SCRIPT)) as model:
+
+        def rawtrio(*args: str) -> Any:
+            return run_rawtrio(
+                place.iso,
+                "-p",
+                *args,
+                how,
+                "--base-url",
+                model.base_url,
+                "--output-format",
+                "json",
+                env=place.env(),
+            )
+
+        made = rawtrio("hello", "--cwd", str(project))
+        assert made.returncode == 0, made.stderr
+        session = json.loads(made.stdout)["session_id"]
+        resumed = rawtrio("hello again", "--resume", session)
+        broken = rawtrio("hello")  # a new session here: its own project file is read
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout)["session_id"] == session
+    assert "config.toml" not in resumed.stderr
+    assert broken.returncode == 2, broken.stderr
+    assert ".rawtrio/config.toml" in broken.stderr
