@@ -44,11 +44,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Protocol, cast
 
+import trio
+
 from rawtrio.acp import params as p
 from rawtrio.acp.agent import AcpAgent, AcpConnection, Extensions
 from rawtrio.acp.jsonrpc import RESOURCE_NOT_FOUND, Peer, Ready, Reply, RpcError
-from rawtrio.app.choice import Choice, start_session
-from rawtrio.cli.flags import PROVIDERS
+from rawtrio.app.choice import Choice, resolve_id, start_session
+from rawtrio.cli.flags import PROVIDERS, rule_entry_problem
 from rawtrio.context.accounting import usage_to_json
 from rawtrio.errors import RawtrioError, TurnInProgress, UsageError, exit_code_for
 from rawtrio.events import event_to_json
@@ -57,7 +59,7 @@ from rawtrio.permissions.approval import AlwaysScope, ApprovalDecision, Approval
 
 if TYPE_CHECKING:
     from rawtrio.app.options import SessionSetup
-    from rawtrio.runtime import SessionOptions
+    from rawtrio.runtime import Runtime, SessionOptions
     from rawtrio.store.base import SessionRecord
 
 log = logging.getLogger(__name__)
@@ -90,7 +92,8 @@ _FLAGS: Final[dict[str, tuple[str, Callable[[Any], bool], tuple[str, ...] | None
 
 
 def _is_rules(value: Any) -> bool:
-    return isinstance(value, list) and all(isinstance(rule, dict) for rule in value)
+    """A list; each entry's shape is checked on its own (`rule_entry_problem`)."""
+    return isinstance(value, list)
 
 
 def _is_int(value: Any) -> bool:
@@ -182,6 +185,10 @@ def flags_namespace(flags: Mapping[str, Any]) -> argparse.Namespace:
         what, check, allowed = spec
         if not check(value):
             raise p.invalid(f"flags.{key} must be {what}, got {json_type_name(value)}")
+        if key == "tool_rules":
+            for i, entry in enumerate(value):
+                if (problem := rule_entry_problem(entry)) is not None:
+                    raise p.invalid(f"flags.tool_rules[{i}]: {problem}")
         if allowed is not None and value not in allowed:
             raise p.invalid(f"flags.{key}: {value!r} is not one of {', '.join(allowed)}")
         setattr(ns, key, value)
@@ -250,6 +257,19 @@ def _choice(params: Mapping[str, Any]) -> Choice:
     return out
 
 
+async def _resumed_directory(runtime: Runtime, choice: Choice) -> Path | None:
+    """The stored directory of the session `choice` resumes (no `--cwd` given), when it is
+    one existing directory; None otherwise (starting the session then says why)."""
+    if choice.resume is None or choice.explicit_cwd:
+        return None
+    try:
+        record = await runtime.get_session(await resolve_id(runtime, choice.resume))
+    except RawtrioError:
+        return None
+    where = Path(record.cwd)
+    return where if await trio.Path(where).is_dir() else None
+
+
 def _since(params: Mapping[str, Any]) -> int | None:
     value = params.get("since")
     if value is None:
@@ -282,13 +302,24 @@ async def session_start(
     ready()
     host, agent = _host(conn), conn.agent
     try:
-        setup = await host.options(cwd=cwd, env=env, overrides=overrides, headless=headless)
+        # A session resumed from elsewhere: its own directory's configuration from the
+        # start (the client's directory's is not read); `reconfigure` covers the rest.
+        where = await _resumed_directory(agent.runtime, choice) or cwd
+        setup = await host.options(cwd=where, env=env, overrides=overrides, headless=headless)
+
+        async def reconfigure(where: Path) -> SessionOptions:
+            """A session resumed from another directory: its own project's configuration,
+            with the client's flags and environment (rawtrio.app.choice)."""
+            nonlocal setup
+            setup = await host.options(cwd=where, env=env, overrides=overrides, headless=headless)
+            return setup.options
+
         while True:
             await agent.closes_done()
             if choice.new:
                 session = await agent.runtime.create_session(setup.options)
             else:  # the live one when it is live in this host: joined, not locked
-                session = await start_session(agent.runtime, choice, setup.options)
+                session = await start_session(agent.runtime, choice, setup.options, reconfigure)
             if session.id not in agent.closing:
                 break  # else: being closed for want of a client; open it again after
     except RawtrioError as exc:
@@ -587,6 +618,7 @@ async def checkpoint_rewind(
     outside rawtrio since, nothing is done and the answer lists the `conflicts` (`applied:
     false`); `force: true` overwrites them. `sessionId` of the answer is the fork (null
     when the conversation was not rewound); the source session is left as it was."""
+    from rawtrio.app.choice import writer_lease
     from rawtrio.checkpoints.rewind import WHATS, prompts_of, rewind
     from rawtrio.checkpoints.store import CheckpointStore, checkpoints_root
 
@@ -605,13 +637,17 @@ async def checkpoint_rewind(
     ready()
     runtime = conn.agent.runtime
     try:
-        record = await runtime.get_session(sid)
-        prompts = prompts_of(await runtime.session_events(sid))
-        if session is not None:
-            store = session.checkpoints.store if session.checkpoints is not None else None
-        else:
-            store = CheckpointStore(checkpoints_root(), Path(record.cwd))
-        result = await rewind(runtime, store, sid, prompts, number, what, force=force)
+        # A session live in the host is held by it; one open in another process (a local
+        # chat, a headless run) is refused with `SessionLocked` (exit code 5) rather than
+        # rewound under its feet.
+        async with writer_lease(runtime, sid):
+            record = await runtime.get_session(sid)
+            prompts = prompts_of(await runtime.session_events(sid))
+            if session is not None:
+                store = session.checkpoints.store if session.checkpoints is not None else None
+            else:
+                store = CheckpointStore(checkpoints_root(), Path(record.cwd))
+            result = await rewind(runtime, store, sid, prompts, number, what, force=force)
     except RawtrioError as exc:
         raise rawtrio_error(exc) from None
     except OSError as exc:

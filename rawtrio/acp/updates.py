@@ -19,7 +19,9 @@ view item becomes the update below (the table names the events behind each chang
 | `mode_changed` | `current_mode_update` (and `config_option_update`, live) |
 | `model_changed` | `config_option_update` (live) |
 | `usage` (with context figures) | `usage_update` |
-| `notice` (warning, in a turn) | an `agent_thought_chunk` of its own (`<turn>-notice-<seq>`) |
+| `notice` (in a turn, any level) | an `agent_thought_chunk` of its own (`<turn>-notice-<seq>`): |
+|   | a retried request, a Stop hook's message to the model, what the turn changed |
+|   | (the checkpoint summary, without the chat's `/diff` / `/undo` hint) |
 
 Message ids are derived from the turn id and step (`<turn>-user`, `<turn>-<step>`,
 `<turn>-<step>-thought`), so a replay gives the same ids as the live stream did.
@@ -49,6 +51,10 @@ from rawtrio.runtime.view import (
     TranscriptView,
     UserView,
 )
+
+#: The turn-end checkpoint notice's pointer to the chat's commands, which an editor does
+#: not have (rawtrio.runtime.session: `… — checkpoint K; /diff shows them, /undo …`).
+CHAT_HINT: Final = "; /diff shows them, /undo puts them back"
 
 #: How much live tool output a `tool_call_update` carries (its tail).
 OUTPUT_TAIL: Final = 16_000
@@ -110,10 +116,12 @@ class UpdateMapper:
             return self._tool_updates(change, item)
         if isinstance(item, UserView):
             return [_chunk("user_message_chunk", item.text, f"{turn}-user")] if include_user else []
-        if isinstance(item, NoticeView) and item.turn_id and item.level != "info":
-            # ACP has no notice update: a warning during a turn (a request being retried)
-            # is a thought of its own, so the editor shows it without touching the reply.
-            return [_chunk("agent_thought_chunk", f"[{item.text}]\n", f"{turn}-notice-{item.seq}")]
+        if isinstance(item, NoticeView) and item.turn_id:
+            # ACP has no notice update: a notice of a turn (a request being retried, what
+            # the turn changed) is a thought of its own, so the editor shows it without
+            # touching the reply. Notices outside a turn have no prompt to belong to.
+            text = item.text.replace(CHAT_HINT, "")
+            return [_chunk("agent_thought_chunk", f"[{text}]\n", f"{turn}-notice-{item.seq}")]
         if isinstance(item, PlanView):
             return [plan_update(item.entries)]
         if isinstance(item, ModeView):

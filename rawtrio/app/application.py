@@ -26,7 +26,7 @@ from pathlib import Path
 
 import trio
 
-from rawtrio.app.choice import Choice, resolve_id, start_session
+from rawtrio.app.choice import Choice, resolve_id, start_session, stored_directory
 from rawtrio.app.options import SessionSetup, prepare_session
 from rawtrio.contracts import DEFAULT_RETENTION_DAYS
 from rawtrio.groups import collapse_group
@@ -49,6 +49,8 @@ class App:
     setup: SessionSetup | None
     _overrides: argparse.Namespace
     _headless: bool
+    #: Told each configuration notice (`open_app(notify=...)`).
+    _notify: Callable[[str], object] | None = None
 
     @property
     def options(self) -> SessionOptions:
@@ -65,8 +67,22 @@ class App:
 
     async def start_session(self, choice: Choice) -> Session:
         """The live session `choice` names (`--continue`, `--resume`, `--fork`, or new).
-        Raises `UsageError`, `UnknownSession`, `SessionLocked` or a store error."""
-        return await start_session(self.runtime, choice, self.options)
+        Raises `UsageError`, `UnknownSession`, `SessionLocked`, a store error, or
+        `ConfigError` / `NoCredentials` for the configuration of a resumed session's own
+        directory (resolved there when it is not the run's: `rawtrio.app.choice`); the
+        app's `setup` is then that directory's, and its notices are told as at open."""
+
+        async def reconfigure(cwd: Path) -> SessionOptions:
+            setup = await self.options_for(cwd=cwd)
+            if self._notify is not None:
+                told = set(self.notices)
+                for notice in setup.notices:
+                    if notice not in told:
+                        self._notify(notice)
+            self.setup = setup
+            return setup.options
+
+        return await start_session(self.runtime, choice, self.options, reconfigure)
 
     async def resolve_id(self, text: str) -> str:
         """The session id `text` names: itself, or the one stored id it is a prefix of."""
@@ -125,6 +141,8 @@ async def open_app(
         async with _open_demo(overrides) as app:
             yield app
         return
+    if configure:
+        overrides = await _in_resumed_directory(overrides)
     # Configuration first: a bad file or a missing key opens nothing.
     setup = await prepare_session(overrides, headless=headless) if configure else None
     if setup is not None and notify is not None:
@@ -139,7 +157,23 @@ async def open_app(
             retention_days=DEFAULT_RETENTION_DAYS if retention else 0,
         ) as runtime,
     ):
-        yield App(runtime, setup, overrides, headless)
+        yield App(runtime, setup, overrides, headless, notify)
+
+
+async def _in_resumed_directory(overrides: argparse.Namespace) -> argparse.Namespace:
+    """`--resume ID` without `--cwd`: the overrides with the session's own directory, so its
+    project's configuration is the one resolved (and the run directory's is not read).
+    Unchanged when the store does not name one existing directory for ID (opening the
+    session then says why)."""
+    resume = getattr(overrides, "resume", None)
+    if not resume or getattr(overrides, "cwd", None):
+        return overrides
+    where = await stored_directory(resume)
+    if where is None or not await trio.Path(where).is_dir():
+        return overrides
+    moved = copy.copy(overrides)
+    moved.cwd = str(where)
+    return moved
 
 
 @contextlib.asynccontextmanager

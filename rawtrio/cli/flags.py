@@ -213,14 +213,9 @@ def session_tool_rules(entries: object, *, cwd: Path, home: Path) -> list[dict[s
         raise ValueError(f"a list of rules, got {type(entries).__name__}")
     rules: list[dict[str, Any]] = []
     for i, entry in enumerate(entries):
-        if isinstance(entry, dict) and "pattern" in entry:
-            unknown = sorted(set(entry) - {"pattern", "effect"})
-            if unknown or not isinstance(entry["pattern"], str):
-                raise ValueError(
-                    f"entry {i + 1}: "
-                    + (f"unknown key {unknown[0]!r}" if unknown else "pattern must be a string")
-                    + ' ({"pattern", "effect"})'
-                )
+        if (problem := rule_entry_problem(entry)) is not None:
+            raise ValueError(f"entry {i + 1}: {problem}")
+        if "pattern" in entry:
             try:
                 effect = str(entry.get("effect"))
                 rules.extend(tool_rules(entry["pattern"], effect, cwd=cwd, home=home))
@@ -229,6 +224,58 @@ def session_tool_rules(entries: object, *, cwd: Path, home: Path) -> list[dict[s
         else:
             rules.append(entry)
     return ordered_rules(rules)
+
+
+_PATTERN_KEYS: Final = ("pattern", "effect")
+_RULE_KEYS: Final = ("match", "effect", "when")
+
+
+def rule_entry_problem(entry: object) -> str | None:
+    """What is wrong with the shape of one `tool_rules` entry, or None: `{"pattern",
+    "effect"}` (a name or pattern as `--allowedTools` / `--disallowedTools` take it, effect
+    allow or deny) or a rule object `{"match", "effect", "when"?}` (effect allow, ask or
+    deny; `when` `{"path", "regex"}`, a regular expression that compiles). A host checks a
+    client's entries with it before anything is resolved (JSON-RPC -32602 naming the
+    entry); whether a pattern names a tool is known only when it is mapped."""
+    from rawtrio.frozen import json_type_name
+
+    if not isinstance(entry, dict):
+        return f"must be an object, got {json_type_name(entry)}"
+    if "pattern" in entry:
+        unknown = sorted(set(entry) - set(_PATTERN_KEYS))
+        if unknown:
+            return f'unknown key {unknown[0]!r} ({{"pattern", "effect"}})'
+        if not isinstance(entry["pattern"], str):
+            return 'pattern must be a string ({"pattern", "effect"})'
+        if entry.get("effect") not in ("allow", "deny"):
+            return f"{entry.get('effect')!r}: a tool list allows or denies (effect allow or deny)"
+        return None
+    if "match" in entry:
+        unknown = sorted(set(entry) - set(_RULE_KEYS))
+        if unknown:
+            return f'unknown key {unknown[0]!r} ({{"match", "effect", "when"}})'
+        if not isinstance(entry["match"], str) or not entry["match"]:
+            return "match must be a non-empty string (a glob over tool ids)"
+        if entry.get("effect") not in ("allow", "ask", "deny"):
+            return f"effect must be allow, ask or deny, got {entry.get('effect')!r}"
+        when = entry.get("when")
+        if when is None:
+            return None
+        if (
+            not isinstance(when, dict)
+            or set(when) != {"path", "regex"}
+            or not all(isinstance(v, str) for v in when.values())
+        ):
+            return 'when must be {"path": string, "regex": string}'
+        try:
+            re.compile(when["regex"])
+        except re.error as exc:
+            return f"when.regex {when['regex']!r}: {exc}"
+        return None
+    return (
+        'needs "pattern" (a name or pattern as --allowedTools takes it, with "effect" allow '
+        'or deny) or "match" (a rule object {"match", "effect", "when"?})'
+    )
 
 
 def split_tool_list(text: str) -> list[str]:

@@ -86,6 +86,11 @@ def _ask_trust(args: argparse.Namespace) -> bool:
 
     env = dict(os.environ)
     cwd = Path(getattr(args, "cwd", None) or os.getcwd())
+    if getattr(args, "resume", None) and not getattr(args, "cwd", None):
+        from rawtrio.app.choice import stored_directory
+
+        # The session's own project's files (rawtrio.app.choice), not the run directory's.
+        cwd = trio.run(stored_directory, args.resume) or cwd
     files = untrusted_files(cwd, env, getattr(args, "config", None))
     if not files:
         return True

@@ -5,7 +5,9 @@ the files and forks the conversation, `--files` only restores the files, `--conv
 only forks. The fork's id is printed on stdout (alone, for scripts); what was done goes to
 stderr. A file changed outside rawtrio since is a conflict: nothing is done, the files are
 listed and the exit code is `EXIT_CONFLICT` (6) unless `--force` (docs/checkpoints.md).
-Without `--session`, the session last used in the current directory is rewound.
+Without `--session`, the session last used in the current directory is rewound. The
+rewind holds the session's writer lease: a session open in another process (a chat, a
+headless run, the host) is refused with exit code 5, naming the holder.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import trio
 
 from rawtrio.cli.undo import EXIT_CONFLICT
 from rawtrio.contracts import ExitCode
-from rawtrio.errors import RawtrioError, UsageError
+from rawtrio.errors import RawtrioError, SessionLocked, UsageError
 
 if TYPE_CHECKING:
     from rawtrio.checkpoints.rewind import What
@@ -81,6 +83,11 @@ async def _run(args: argparse.Namespace) -> int:
     try:
         async with open_app(configure=False, retention=False) as app:
             return await _rewind(app.runtime, args)
+    except SessionLocked as exc:
+        from rawtrio.cli.undo import locked_text
+
+        print(f"rawtrio rewind: {locked_text(exc, 'rewind')}", file=sys.stderr)
+        return ExitCode.SESSION_LOCKED
     except RawtrioError as exc:
         return fail(exc)
     except OSError as exc:
@@ -89,7 +96,7 @@ async def _run(args: argparse.Namespace) -> int:
 
 
 async def _rewind(runtime: Runtime, args: argparse.Namespace) -> int:
-    from rawtrio.app.choice import resolve_id
+    from rawtrio.app.choice import resolve_id, writer_lease
     from rawtrio.checkpoints import rewind
     from rawtrio.checkpoints.store import CheckpointStore, checkpoints_root
 
@@ -100,26 +107,37 @@ async def _rewind(runtime: Runtime, args: argparse.Namespace) -> int:
         if not here:
             raise UsageError(f"no stored session in {Path.cwd()}; name one with --session")
         session_id = here[0].id
-    record = await runtime.get_session(session_id)
-    prompts = rewind.prompts_of(await runtime.session_events(session_id))
-    store = CheckpointStore(checkpoints_root(), Path(record.cwd))
-    if args.list:
-        sets = await trio.to_thread.run_sync(store.change_sets, session_id)
-        print(f"session {session_id} ({record.title or 'untitled'}):")
-        for p in prompts:
-            changed = [c for c in sets if c.turn_id == p.turn_id]
-            note = "".join(f"  [#{c.number} {c.summary()}, {c.state}]" for c in changed)
-            print(f"  {p.number:>3}  {p.label()!r}{note}")
-        if not prompts:
-            print("  no prompts")
-        return ExitCode.COMPLETED
-    what: What = args.what
-    result = await rewind.rewind(
-        runtime, store, session_id, prompts, args.to, what, force=args.force
-    )
+    if args.list:  # reading needs no lease
+        return await _list(runtime, session_id)
+    async with writer_lease(runtime, session_id):
+        record = await runtime.get_session(session_id)
+        prompts = rewind.prompts_of(await runtime.session_events(session_id))
+        store = CheckpointStore(checkpoints_root(), Path(record.cwd))
+        what: What = args.what
+        result = await rewind.rewind(
+            runtime, store, session_id, prompts, args.to, what, force=args.force
+        )
     if result.session_id is not None:
         print(result.session_id)
     print(result.describe(), file=sys.stderr)
     if not result.applied:
         return EXIT_CONFLICT
+    return ExitCode.COMPLETED
+
+
+async def _list(runtime: Runtime, session_id: str) -> int:
+    from rawtrio.checkpoints import rewind
+    from rawtrio.checkpoints.store import CheckpointStore, checkpoints_root
+
+    record = await runtime.get_session(session_id)
+    prompts = rewind.prompts_of(await runtime.session_events(session_id))
+    store = CheckpointStore(checkpoints_root(), Path(record.cwd))
+    sets = await trio.to_thread.run_sync(store.change_sets, session_id)
+    print(f"session {session_id} ({record.title or 'untitled'}):")
+    for p in prompts:
+        changed = [c for c in sets if c.turn_id == p.turn_id]
+        note = "".join(f"  [#{c.number} {c.summary()}, {c.state}]" for c in changed)
+        print(f"  {p.number:>3}  {p.label()!r}{note}")
+    if not prompts:
+        print("  no prompts")
     return ExitCode.COMPLETED

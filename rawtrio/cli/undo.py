@@ -4,21 +4,28 @@ Without `--session`, the project's last checkpoint (of any session run in this d
 is the one undone; `--turn N` names checkpoint N of the session (`rawtrio undo --list`,
 `rawtrio sessions show`). A file changed outside rawtrio since the turn is a conflict:
 nothing is written, the files are listed, and the exit code is `EXIT_CONFLICT` (6) unless
-`--force` (docs/checkpoints.md). Works on files only; it needs no session lease.
+`--force` (docs/checkpoints.md). The change set's session is held (its writer lease) while
+its files are put back: a session open in another process (a chat, a headless run, the
+host) is refused with exit code 5, naming the holder — undo there, or close it first.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
+import trio
+
 from rawtrio.contracts import ExitCode
+from rawtrio.errors import RawtrioError, SessionLocked
 
 if TYPE_CHECKING:
     from rawtrio.checkpoints.model import ChangeSet
+    from rawtrio.checkpoints.restore import Outcome
     from rawtrio.checkpoints.store import CheckpointStore
 
 #: Undo or redo refused because files changed outside rawtrio since the turn.
@@ -42,7 +49,7 @@ def build_parser(action: str) -> argparse.ArgumentParser:
 
 def main(argv: list[str], action: str) -> int:
     args = build_parser(action).parse_args(argv)
-    from rawtrio.checkpoints.restore import CheckpointError, redo, undo
+    from rawtrio.checkpoints.restore import CheckpointError
     from rawtrio.checkpoints.store import CheckpointStore, checkpoints_root
 
     root = checkpoints_root()
@@ -66,11 +73,17 @@ def main(argv: list[str], action: str) -> int:
             print(describe_line(cs))
         return ExitCode.COMPLETED
     try:
-        run = undo if action == "undo" else redo
-        outcome = run(store, session_id, args.turn, force=args.force)
+        outcome = trio.run(_restore, store, session_id, args, action)
     except CheckpointError as exc:
         print(f"rawtrio {action}: {exc}", file=sys.stderr)
         return ExitCode.ERROR
+    except SessionLocked as exc:
+        print(f"rawtrio {action}: {locked_text(exc, action)}", file=sys.stderr)
+        return ExitCode.SESSION_LOCKED
+    except RawtrioError as exc:
+        from rawtrio.cli.sessions import fail
+
+        return fail(exc)
     except OSError as exc:
         print(f"rawtrio {action}: {exc}", file=sys.stderr)
         return ExitCode.ERROR
@@ -80,6 +93,41 @@ def main(argv: list[str], action: str) -> int:
         return EXIT_CONFLICT
     print(text)
     return ExitCode.COMPLETED
+
+
+async def _restore(
+    store: CheckpointStore, session_id: str | None, args: argparse.Namespace, action: str
+) -> Outcome:
+    """Undo or redo under the writer lease of the change set's session."""
+    from rawtrio.app.application import open_app
+    from rawtrio.app.choice import writer_lease
+    from rawtrio.checkpoints.restore import pick_redo, pick_undo, redo, undo
+
+    pick = pick_undo if action == "undo" else pick_redo
+    cs = await trio.to_thread.run_sync(pick, store, session_id, args.turn)
+    async with (
+        open_app(configure=False, retention=False) as app,
+        writer_lease(app.runtime, cs.session_id),
+    ):
+        # Picked again under the lease, from the session alone: what it names now is final.
+        run = functools.partial(
+            undo if action == "undo" else redo, store, cs.session_id, args.turn, force=args.force
+        )
+        return await trio.to_thread.run_sync(run)
+
+
+def locked_text(exc: SessionLocked, action: str) -> str:
+    """Why `action` was refused, naming who holds the session and what to do instead."""
+    from rawtrio.host.paths import host_paths, read_registration
+    from rawtrio.store.paths import state_dir
+
+    host = read_registration(host_paths(state_dir()).registration)
+    if host is not None and host.pid == exc.pid:
+        return (
+            f"{exc}: the rawtrio host (`rawtrio serve`); use /{action} in a chat attached to "
+            f"it, or close the session there first"
+        )
+    return f"{exc}; use /{action} there, or close it first"
 
 
 def describe_line(cs: ChangeSet) -> str:

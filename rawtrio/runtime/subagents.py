@@ -378,6 +378,19 @@ class Bridge:
             self.text += event.text
         elif isinstance(event, ev.AssistantMessageCommitted):
             self.text = event.text
+        # The child's event first, then (a permission request or answer) its copy on the
+        # parent's `task` call: a front end that shows the request on the parent's call
+        # has then seen it in the child's own events too, and can name every child of the
+        # chain that asks (a grandchild's request passes each level this way).
+        parent.recorder.emit(
+            ev.SubagentEvent(
+                session_id=parent.id,
+                turn_id=self.turn_id,
+                call_id=self.call_id,
+                child_session_id=event.session_id,
+                event=freeze(ev.event_to_json(event)),
+            )
+        )
         if isinstance(event, ev.PermissionRequested | ev.PermissionAnswered):
             # The parent's front ends answer it (the broker is shared), labelled.
             if isinstance(event, ev.PermissionRequested):
@@ -389,15 +402,6 @@ class Bridge:
                 event, session_id=parent.id, turn_id=self.turn_id, call_id=self.call_id, seq=0
             )
             parent.recorder.emit(relayed)
-        parent.recorder.emit(
-            ev.SubagentEvent(
-                session_id=parent.id,
-                turn_id=self.turn_id,
-                call_id=self.call_id,
-                child_session_id=event.session_id,
-                event=freeze(ev.event_to_json(event)),
-            )
-        )
 
     def summary(self, ended: ev.TurnEnded | None) -> str:
         lines = [f"It made {len(self.calls)} tool call(s)" + (":" if self.calls else ".")]

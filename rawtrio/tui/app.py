@@ -165,10 +165,12 @@ class ChatApp:
         banner: list[Any] | None = None,
         script: list[str] | None = None,
         options_for_agent: Callable[[str], Any] | None = None,
+        options_for_cwd: Callable[[Path], Any] | None = None,
     ) -> None:
         """The runtime is up: the chat can open sessions from now on."""
         self.runtime, self.options, self.agent = runtime, options, agent
         self.setup.options_for_agent = options_for_agent
+        self.setup.options_for_cwd = options_for_cwd
         self.booting = False
         for line in banner or []:
             self.transcript.add(urwid.Text(line))
@@ -282,7 +284,7 @@ class ChatApp:
                 and not replay
             ):
                 self.pending_permissions.append(item.permission)
-                asker = self.transcript.asker(item.call_id)
+                asker = self.transcript.asker(item.call_id, item.permission.request_id)
                 if asker is not None:
                     self.askers[item.permission.request_id] = asker
                 self._next_prompt()

@@ -762,11 +762,32 @@ class Transcript(Nesting):
         self.tools.clear()
         self.children.clear()
 
-    def asker(self, call_id: str) -> str | None:
-        """Who asks when call `call_id` asks for approval while it runs: its `task` child
-        (None when the call has no child)."""
+    def asker(self, call_id: str, request_id: str | None = None) -> str | None:
+        """Who asks when call `call_id` asks for approval while it runs: its `task` child,
+        and when request `request_id` comes from deeper down, the whole chain — "agent A ›
+        agent B" — each child whose own `task` call carries the same request (the child's
+        events reach the chat before the request's copy on the parent's call). None when
+        the call has no child."""
         child = self.children.get(call_id)
-        return child.label if child is not None else None
+        if child is None:
+            return None
+        chain = [child.label]
+        while request_id is not None:
+            inner = next(
+                (
+                    child.children[cid]
+                    for cid, tool in child.tools.items()
+                    if cid in child.children
+                    and tool.view.permission is not None
+                    and tool.view.permission.request_id == request_id
+                ),
+                None,
+            )
+            if inner is None:
+                break
+            chain.append(inner.label)
+            child = inner
+        return " \u203a ".join(chain)
 
     def running_tools(self) -> list[ToolBlock]:
         return [t for t in self.tools.values() if t.running]

@@ -81,10 +81,20 @@ async def _switch(
     assert runtime is not None
     assert options is not None
     record: SessionRecord | None = None
+    opened = options
+    notices: tuple[str, ...] = ()
     if session_id is not None:
         record = await runtime.get_session(session_id)
-        if not await trio.Path(record.cwd).is_dir():
+        cwd = Path(record.cwd)
+        if not await trio.Path(cwd).is_dir():
             raise UsageError(f"session {record.id} works in {record.cwd}, which is gone")
+        make = app.setup.options_for_cwd
+        if make is not None and cwd != options.cwd:
+            # Its own project's configuration, as `rawtrio --resume` gives it; resolved
+            # before the current session is left, so a bad file there changes nothing.
+            opened, notices = await make(cwd)
+        else:
+            opened = options.in_directory(cwd)
     await app.leave_session()
     app.transcript.clear()
     if record is None:
@@ -95,9 +105,10 @@ async def _switch(
     source = record.id
     if fork:
         source = await runtime.fork_session(record.id)
-    opened = options.in_directory(Path(record.cwd))
     session = await runtime.open_session(source, opened)
     await app.attach(session, created=False, show_history=True)
+    for notice in notices:
+        app.transcript.note(f"  rawtrio: {notice}", "warning")
     if not quiet:  # the caller says what happened
         what = f"forked {record.id} as" if fork else "resumed"
         app.transcript.note(f"  {what} session {session.id}", "dim")

@@ -135,6 +135,11 @@ class ChatSetup:
     script: list[str] = field(default_factory=list)
     #: Makes new options for `/agent NAME` (None where agents cannot change).
     options_for_agent: Callable[[str], Any] | None = None
+    #: Makes the options of a session `/resume` opens in another directory: that
+    #: project's configuration, with the chat's user configuration and flags (awaited: the
+    #: options and the configuration notices). None (attached to a host, which resolves
+    #: them there): the chat's options moved with `in_directory`.
+    options_for_cwd: Callable[[Path], Any] | None = None
 
 
 class ChatHost(Protocol):

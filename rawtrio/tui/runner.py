@@ -155,7 +155,12 @@ def _chat_boot(args: argparse.Namespace) -> Boot:
         await trio.to_thread.run_sync(_import_runtime)
         from rawtrio.app import Choice, open_app
 
-        if not await _ask_trust(app, args):
+        where = None
+        if args.resume and not args.cwd:  # the session's own project (rawtrio.app.choice)
+            from rawtrio.app.choice import stored_directory
+
+            where = await stored_directory(args.resume)
+        if not await _ask_trust(app, args, where):
             return
         choice = Choice.from_args(args)
         async with contextlib.AsyncExitStack() as stack:
@@ -166,15 +171,26 @@ def _chat_boot(args: argparse.Namespace) -> Boot:
                 return
 
             _configure(app, opened)
+
+            async def options_for_cwd(cwd: Path) -> tuple[Any, tuple[str, ...]]:
+                found = await opened.options_for(cwd=cwd, agent=app.agent)
+                return found.options, found.notices
+
+            app.setup.options_for_cwd = options_for_cwd
+            told = set(opened.notices)
             session = await opened.start_session(choice)
             await app.attach(session, created=choice.new, show_history=not choice.new)
+            for notice in opened.notices:  # a session resumed from elsewhere: its project's
+                if notice not in told:
+                    app.transcript.note(f"rawtrio: {notice}", "warning")
             await app.closed.wait()
 
     return boot
 
 
-async def _ask_trust(app: ChatApp, args: argparse.Namespace) -> bool:
-    """Before the session is opened: when the project has files that wait for trust, ask
+async def _ask_trust(app: ChatApp, args: argparse.Namespace, where: Path | None = None) -> bool:
+    """Before the session is opened: when the project (`where`, else the run's directory)
+    has files that wait for trust, ask
     (`rawtrio.tui.trust_prompt`); "trust" records them in the trust store, which the
     session's configuration (here, or on the host this chat is attached to: it reads the
     same store) then finds trusted. False: the user chose to quit."""
@@ -182,7 +198,7 @@ async def _ask_trust(app: ChatApp, args: argparse.Namespace) -> bool:
         return True  # --trust: approved on the command line
     from rawtrio.tui.trust import trust_files, untrusted_files
 
-    cwd = Path(args.cwd or os.getcwd())
+    cwd = where or Path(args.cwd or os.getcwd())
     env = dict(os.environ)
     config = getattr(args, "config", None)
     files = await trio.to_thread.run_sync(untrusted_files, cwd, env, config)

@@ -159,6 +159,56 @@ def test_a_bash_edit_reaches_the_client_as_diff_content(
     }
 
 
+def test_what_the_turn_changed_reaches_the_client_before_the_prompt_ends(
+    bash_model: FakeModel, tmp_path: Path
+) -> None:
+    """The turn-end checkpoint summary the chat shows is a thought of the turn's for an
+    editor too, sent before the `session/prompt` answer, without the chat's commands."""
+    iso = Isolation(tmp_path)
+    iso.cwd.mkdir(parents=True)
+    (iso.cwd / "a.txt").write_text("one\ntwo\n")
+    proc = subprocess.Popen(
+        acp_argv(bash_model, "--mode", "bypass"),
+        env=acp_env(iso),
+        cwd=iso.cwd,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    client = RawClient(proc)
+    try:
+        client.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
+        sid = client.call("session/new", {"cwd": str(iso.cwd), "mcpServers": []})["result"][
+            "sessionId"
+        ]
+        prompt = [{"type": "text", "text": "change with bash"}]
+        answer, before = client.until_response(
+            client.send("session/prompt", {"sessionId": sid, "prompt": prompt})
+        )
+        assert answer["result"]["stopReason"] == "end_turn", answer
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        proc.wait(timeout=LIVENESS_S)
+        client.reader.join(timeout=LIVENESS_S)
+        assert proc.stdout is not None
+        proc.stdout.close()
+    thoughts = [
+        m["params"]["update"]
+        for m in before
+        if m.get("method") == "session/update"
+        and m["params"]["update"]["sessionUpdate"] == "agent_thought_chunk"
+    ]
+    summaries = [t for t in thoughts if "checkpoint 1" in t["content"]["text"]]
+    assert len(summaries) == 1, thoughts
+    text = summaries[0]["content"]["text"]
+    assert text.startswith("[3 files changed (+"), text
+    assert "/undo" not in text
+    assert "/diff" not in text
+    assert "-notice-" in summaries[0]["messageId"]
+
+
 def test_the_typescript_sdk_accepts_the_diff_content(bash_model: FakeModel, tmp_path: Path) -> None:
     """The official SDK parses each `session/update` against the ACP schema and drops a
     content block that does not match it: every block must come through."""

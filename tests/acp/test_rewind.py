@@ -6,10 +6,16 @@ the fork holds the conversation before the prompt and the source is left as it w
 from __future__ import annotations
 
 import json
+import os
+import time
 from typing import Any
 
+from rawtrio.errors import SessionLocked
+from rawtrio.host.paths import read_registration
+from rawtrio.store.lease import Leases
 from tests.checkpoints.helpers import picture
 from tests.checkpoints.rewind_support import PROMPTS, make_small_project, scenario_three_turns
+from tests.headless.support import LIVENESS_S
 from tests.host.conftest import base_url, host, model, place
 from tests.host.support import Client, HostProcess, Place
 from tests.host.test_attach_acp import Editor
@@ -114,3 +120,57 @@ def test_rewind_over_acp_with_a_conflict_then_forced(place: Place, host: HostPro
     finally:
         assert editor.finish() == 0
         client.close()
+
+
+def test_undo_and_rewind_never_change_a_session_open_in_another_process(
+    place: Place, host: HostProcess
+) -> None:
+    """Live in the host, the shell's `rawtrio undo` / `rewind` are refused naming the host;
+    held by another process, the host's own `_rawtrio/rewind` is refused (exit code 5)."""
+    project = make_small_project(place.iso.cwd)
+    client = Client.connect(place.paths.socket)
+    client.initialize()
+    sid = client.start(place, flags={"base_url": place.base_url})["sessionId"]
+    turn_id = client.result("_rawtrio/session/submit", {"sessionId": sid, "text": PROMPTS[0]})[
+        "turnId"
+    ]
+    ended = client.wait_until(lambda e: e["type"] == "turn_ended" and e["turn_id"] == turn_id)
+    assert ended["outcome"] == "completed", ended
+    after = picture(project)
+    registration = read_registration(place.paths.registration)
+    assert registration is not None
+    for args in (("undo",), ("rewind", "--session", sid, "--to", "1")):
+        refused = place.rawtrio(*args)
+        assert refused.returncode == 5, (args, refused.stderr)
+        assert f"is open in another process (pid {registration.pid})" in refused.stderr
+        assert "the rawtrio host (`rawtrio serve`)" in refused.stderr
+    assert picture(project) == after
+
+    client.close()  # the host closes the idle session once no front end is left on it
+    leases = Leases(place.state / "sessions.db")
+    deadline = time.monotonic() + LIVENESS_S
+    while True:
+        try:
+            leases.acquire(sid)  # this process now has the session open
+            break
+        except SessionLocked:
+            assert time.monotonic() < deadline, "the host never let the session go"
+            time.sleep(0.05)
+    try:
+        other = Client.connect(place.paths.socket)
+        other.initialize()
+        try:
+            refused_rpc = other.call("_rawtrio/rewind", {"sessionId": sid, "prompt": 1})
+            error = refused_rpc["error"]
+            assert (
+                f"session {sid} is open in another process (pid {os.getpid()})"
+                in (error["message"])
+            )
+            assert error["data"]["exit_code"] == 5
+            listed = other.result("_rawtrio/sessions/list", {"cwd": None})["sessions"]
+            assert [s["id"] for s in listed] == [sid]  # no fork
+        finally:
+            other.close()
+    finally:
+        leases.release(sid)
+    assert picture(project) == after

@@ -234,3 +234,34 @@ def test_a_leaving_connection_never_cancels_and_an_unattended_idle_session_close
     third.start(place, flags=flags, choice={"resume": sid}, since=0)
     assert third.wait_event("turn_ended")["outcome"] == "cancelled"
     third.close()
+
+
+def test_a_bad_tool_rules_entry_is_invalid_params_naming_it(
+    place: Place, host: HostProcess
+) -> None:
+    """`flags.tool_rules` entries are checked on the wire, in `_rawtrio/session/start` and
+    in an ACP `session/new`'s `_meta.rawtrio`: -32602 naming the entry, no session made."""
+    client = _client(place)
+    base = {"cwd": str(place.iso.cwd), "env": place.client_env(), "headless": True}
+    good = {"pattern": "Read", "effect": "allow"}
+    for entry, why in (
+        ({"effect": "allow"}, 'needs "pattern"'),
+        ({}, 'needs "pattern"'),
+        ("Read", "must be an object, got a string"),
+        ({"match": "bash"}, "effect must be allow, ask or deny, got None"),
+        ({"match": "bash", "effect": "deny", "when": {"path": "command"}}, "when must be"),
+        ({"match": "bash", "effect": "deny", "when": {"path": "x", "regex": "("}}, "when.regex"),
+        ({"match": "bash", "effect": "deny", "why": 1}, "unknown key 'why'"),
+        ({"pattern": "Read", "effect": "ask"}, "'ask': a tool list allows or denies"),
+    ):
+        flags = {"base_url": place.base_url, "tool_rules": [good, entry]}
+        bad = client.call("_rawtrio/session/start", {**base, "flags": flags})
+        assert bad["error"]["code"] == -32602, bad
+        assert f"flags.tool_rules[1]: {why}" in bad["error"]["message"], bad
+        meta = {"rawtrio": {"env": place.client_env(), "flags": flags}}
+        params = {"cwd": str(place.iso.cwd), "mcpServers": [], "_meta": meta}
+        acp = client.call("session/new", params)
+        assert acp["error"]["code"] == -32602, acp
+        assert f"_meta.rawtrio.flags.tool_rules[1]: {why}" in acp["error"]["message"], acp
+    assert client.result("_rawtrio/sessions/list", {"cwd": None})["sessions"] == []
+    client.close()

@@ -1,0 +1,91 @@
+"""`rawtrio undo`, `redo` and `rewind` never change a session another process has open:
+a real session live in this test process (its writer lease held in a real SQLite store),
+and the commands run as real processes beside it."""
+
+from __future__ import annotations
+
+import functools
+import os
+from pathlib import Path
+
+import trio
+
+from rawtrio.app.choice import writer_lease
+from rawtrio.checkpoints.store import CheckpointStore
+from rawtrio.contracts import TurnOutcome
+from rawtrio.store.sqlite import SqliteStore
+from tests.checkpoints.helpers import picture
+from tests.checkpoints.rewind_support import PROMPTS, make_small_project, scenario_three_turns
+from tests.checkpoints.test_cli_undo import rawtrio
+from tests.conftest import session_on
+
+
+async def test_undo_and_rewind_of_a_session_open_elsewhere_are_refused_with_exit_5(
+    tmp_path: Path,
+) -> None:
+    project = make_small_project(tmp_path / "p")
+    state = tmp_path / "state"
+    async with (
+        SqliteStore(state / "sessions.db") as store,
+        session_on(
+            scenario_three_turns(),
+            "anthropic",
+            project,
+            store=store,
+            checkpoint_dir=state / "checkpoints",
+        ) as (session, _s, _),
+    ):
+        for text in PROMPTS:
+            await session.run_turn(text)
+        after = picture(project)
+        sessions_before = len(await store.list_sessions())
+        for args in (
+            ("undo",),
+            ("undo", "--session", session.id[:8], "--turn", "2"),
+            ("rewind", "--to", "1"),
+            ("rewind", "--session", session.id, "--to", "2", "--files"),
+        ):
+            run = functools.partial(rawtrio, project, state, *args)
+            refused = await trio.to_thread.run_sync(run)
+            assert refused.returncode == 5, (args, refused.stdout, refused.stderr)
+            assert f"session {session.id} is open in another process" in refused.stderr
+            assert f"(pid {os.getpid()})" in refused.stderr
+            assert f"use /{args[0]} there, or close it first" in refused.stderr
+            assert refused.stdout == ""
+        # Nothing changed: the files, the checkpoints, the sessions (no fork).
+        assert picture(project) == after
+        sets = CheckpointStore(state / "checkpoints", project).change_sets(session.id)
+        assert [c.state for c in sets] == ["applied"] * 3
+        assert len(await store.list_sessions()) == sessions_before
+        # The live session goes on writing: the refused commands took nothing from it.
+        await session.run_turn("and one more")
+    # Closed: the same commands work now.
+    undone = await trio.to_thread.run_sync(lambda: rawtrio(project, state, "undo"))
+    assert undone.returncode == 0, undone.stderr
+    rewound = await trio.to_thread.run_sync(lambda: rawtrio(project, state, "rewind", "--to", "1"))
+    assert rewound.returncode == 0, rewound.stderr
+    assert not (project / "a.txt").exists()
+
+
+async def test_a_session_opened_in_the_runtime_meanwhile_keeps_the_lease(tmp_path: Path) -> None:
+    """A host's `_rawtrio/rewind` holds the lease in the host's own store; a client that
+    resumes the session meanwhile opens it in the same runtime, sharing that lease: the
+    rewind's end must not take it from the live session."""
+    project = make_small_project(tmp_path / "p")
+    async with (
+        SqliteStore(tmp_path / "state" / "sessions.db") as store,
+        session_on(scenario_three_turns(), "anthropic", project, store=store) as (
+            session,
+            _s,
+            runtime,
+        ),
+    ):
+        options = session.options
+        await session.close()
+        async with writer_lease(runtime, session.id):
+            assert store.leases.holds(session.id)
+            reopened = await runtime.open_session(session.id, options)
+        assert store.leases.holds(session.id)  # still the live session's
+        ended = await reopened.run_turn(PROMPTS[0])
+        assert ended.outcome is TurnOutcome.COMPLETED
+        assert [e.type for e in await store.events_since(session.id, 0)][-1] == "turn_ended"

@@ -1,0 +1,213 @@
+"""The chat's `/resume` of a session made in another directory opens it under that
+directory's project configuration, as `rawtrio --resume` does: the chat's own boot (a
+real application, store and runtime; no terminal), then `/resume ID`."""
+
+from __future__ import annotations
+
+import io
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+import trio.testing
+
+from rawtrio.app import Choice, open_app
+from rawtrio.cli.main import build_parser
+from rawtrio.permissions.rules import Effect, evaluate
+from rawtrio.runtime.session import Session
+from rawtrio.tui.app import ChatApp
+from rawtrio.tui.commands import run_command
+from rawtrio.tui.host import ChatSetup
+from rawtrio.tui.runner import _chat_boot
+from tests.host.test_resume_config import deny_writes_to
+from tests.test_settings import home  # noqa: F401  (the `home` fixture)
+
+USER = """
+default_model = "local"
+
+[models.local]
+provider = "openai-chat"
+model_id = "local-model"
+base_url = "http://127.0.0.1:9/v1"
+api_key = { env = "LOCAL_KEY" }
+"""
+
+
+async def test_resume_in_the_chat_takes_the_sessions_own_project_configuration(
+    home: Path,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    config = home / "user.toml"
+    config.write_text(USER)
+    project, here = home / "project", home / "here"
+    project.mkdir()
+    here.mkdir()
+    deny_writes_to(project, "mine.txt")
+    deny_writes_to(here, "theirs.txt")
+    monkeypatch.chdir(here)
+    argv = ["--config", str(config)]
+    async with open_app(build_parser().parse_args([*argv, "--cwd", str(project)])) as made:
+        sid = (await made.start_session(Choice())).id
+        await made.runtime.get_session(sid)
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            setup = ChatSetup(runtime=None, options=None, agent="-", history_path=None)
+            app = ChatApp(setup, nursery)
+            attached = trio.Event()
+            attach = app.attach
+
+            async def attach_and_tell(*args: Any, **kwargs: Any) -> None:
+                await attach(*args, **kwargs)
+                attached.set()
+
+            app.attach = attach_and_tell  # type: ignore[method-assign]
+            nursery.start_soon(_chat_boot(build_parser().parse_args(argv)), app)
+            await attached.wait()
+            assert app.session is not None
+            started = app.session.id
+            await run_command(app, f"/resume {sid}")
+            session = app.session
+            assert isinstance(session, Session)  # a local chat's: the runtime's own
+            assert session.id == sid != started
+            rules = session.options.permission_rules
+
+            def effect(name: str) -> Effect:
+                given = {"path": str(project / name), "content": ""}
+                return evaluate(rules, "write_file", given, read_only=False).effect
+
+            assert effect("mine.txt") is Effect.DENY  # the session's project's rule
+            assert effect("theirs.txt") is not Effect.DENY  # the chat's directory's: not
+            app.closed.set()
+
+
+async def test_resume_at_start_shows_the_notices_of_the_sessions_own_project(
+    home: Path,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`rawtrio --resume ID` from another directory: the notices of the session's project's
+    configuration (here, a Claude Code settings file left untrusted) are shown."""
+    config = home / "user.toml"
+    config.write_text(USER)
+    project, here = home / "project", home / "here"
+    (project / ".claude").mkdir(parents=True)
+    here.mkdir()
+    monkeypatch.chdir(here)
+    argv = ["--config", str(config)]
+    async with open_app(build_parser().parse_args([*argv, "--cwd", str(project)])) as made:
+        sid = (await made.start_session(Choice())).id
+    (project / ".claude" / "settings.json").write_text(
+        json.dumps({"permissions": {"allow": ["Bash(make:*)"]}})
+    )
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            setup = ChatSetup(runtime=None, options=None, agent="-", history_path=None)
+            app = ChatApp(setup, nursery)
+            attached = trio.Event()
+            attach = app.attach
+
+            async def attach_and_tell(*args: Any, **kwargs: Any) -> None:
+                await attach(*args, **kwargs)
+                attached.set()
+
+            async def skip(files: list[Any]) -> str:  # the user answers "without them"
+                return "skip"
+
+            app.attach = attach_and_tell  # type: ignore[method-assign]
+            app.ask_trust = skip  # type: ignore[method-assign,assignment]
+            nursery.start_soon(_chat_boot(build_parser().parse_args([*argv, "--resume", sid])), app)
+            await attached.wait()
+            await trio.testing.wait_all_tasks_blocked()
+            canvas = app.transcript.listbox.render((200, 60))
+            shown = "\n".join(line.decode().rstrip() for line in canvas.text)
+            app.closed.set()
+    assert app.session is not None
+    assert app.session.id == sid
+    assert "rawtrio: .claude/settings.json defines allow rules" in shown, shown
+
+
+async def test_resume_at_start_asks_trust_for_the_sessions_own_project(
+    home: Path,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The trust prompt of `rawtrio --resume ID` run elsewhere lists the session's project's
+    files that wait for trust, not the run directory's; trusted, they apply."""
+    config = home / "user.toml"
+    config.write_text(USER)
+    project, here = home / "project", home / "here"
+    (project / ".claude").mkdir(parents=True)
+    (here / ".claude").mkdir(parents=True)
+    monkeypatch.chdir(here)
+    argv = ["--config", str(config)]
+    async with open_app(build_parser().parse_args([*argv, "--cwd", str(project)])) as made:
+        sid = (await made.start_session(Choice())).id
+    for folder in (project, here):
+        (folder / ".claude" / "settings.json").write_text(
+            json.dumps({"permissions": {"allow": ["Bash(make:*)"]}})
+        )
+    asked: list[Path] = []
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            setup = ChatSetup(runtime=None, options=None, agent="-", history_path=None)
+            app = ChatApp(setup, nursery)
+            attached = trio.Event()
+            attach = app.attach
+
+            async def attach_and_tell(*args: Any, **kwargs: Any) -> None:
+                await attach(*args, **kwargs)
+                attached.set()
+
+            async def trust(files: list[Any]) -> str:  # the user answers "trust"
+                asked.extend(f.path for f in files)
+                return "trust"
+
+            app.attach = attach_and_tell  # type: ignore[method-assign]
+            app.ask_trust = trust  # type: ignore[method-assign,assignment]
+            nursery.start_soon(_chat_boot(build_parser().parse_args([*argv, "--resume", sid])), app)
+            await attached.wait()
+            session = app.session
+            app.closed.set()
+    assert asked == [project / ".claude" / "settings.json"]
+    assert isinstance(session, Session)
+    assert session.id == sid
+    given = {"command": "make all"}
+    decided = evaluate(session.options.permission_rules, "bash", given, read_only=False)
+    assert decided.effect is Effect.ALLOW  # the trusted file's allow rule applies
+
+
+def test_the_line_chats_trust_question_for_resume_names_the_sessions_project(
+    home: Path,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`rawtrio --plain --resume ID` run elsewhere asks about the session's project's files
+    (its question on a terminal; here stdin answers "n")."""
+    from rawtrio.cli.repl import _ask_trust
+
+    config = home / "user.toml"
+    config.write_text(USER)
+    project, here = home / "project", home / "here"
+    (project / ".claude").mkdir(parents=True)
+    here.mkdir()
+    monkeypatch.chdir(here)
+    argv = ["--config", str(config)]
+
+    async def make() -> str:
+        async with open_app(build_parser().parse_args([*argv, "--cwd", str(project)])) as made:
+            return (await made.start_session(Choice())).id
+
+    sid = trio.run(make)
+    (project / ".claude" / "settings.json").write_text(
+        json.dumps({"permissions": {"allow": ["Bash(make:*)"]}})
+    )
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr("sys.stdin", Terminal("n\n"))
+    assert _ask_trust(build_parser().parse_args([*argv, "--plain", "--resume", sid]))
+    asked = capsys.readouterr().out
+    assert "files that run code or grant permissions" in asked
+    assert ".claude/settings.json" in asked
