@@ -37,7 +37,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, Literal
 
 from rawtrio.compat.claude_code import compile_matcher
-from rawtrio.compat.claude_permissions import Effect, Unmapped, map_entry
 from rawtrio.config.errors import ConfigFileError, problem
 from rawtrio.config.folders import folders_up_to_root, project_root
 from rawtrio.config.safe_read import MAX_CONFIG_BYTES, UnsafeFileError, read_bounded
@@ -45,6 +44,7 @@ from rawtrio.config.trust import TrustStore
 from rawtrio.hooks.spec import HookEvent
 
 if TYPE_CHECKING:
+    from rawtrio.compat.claude_permissions import Effect
     from rawtrio.config.schema import HookConfig, PermissionRuleConfig
 
 PROJECT_FILES: Final = (Path(".claude") / "settings.json", Path(".claude") / "settings.local.json")
@@ -306,6 +306,10 @@ class _Reader:
         self.hooks.append((hook, f"{file.shown}: {where}"))
 
     def _permissions(self, file: ClaudeFile, perms: Any) -> None:
+        # Loaded by a settings file's permissions only (or `--allowedTools`): most runs
+        # find no such file, and need none of its patterns.
+        from rawtrio.compat.claude_permissions import Unmapped, map_entry
+
         if not isinstance(perms, dict):
             self._note(file, "permissions", "expected an object; ignored")
             return
