@@ -226,7 +226,8 @@ NOT_BEFORE_THE_FIRST_REQUEST = (
 #: Loaded on first use, each by what makes a `rawtrio -p` use it before its first request
 #: (files written into its home, which is also its folder, and flags): running a hook and
 #: reading its answer (a session's hook runner loads neither when no hook matches), a
-#: SKILL.md's frontmatter parser (most folders have no skill), the mapping of Claude
+#: SKILL.md's frontmatter parser (most folders have no skill), the reading of `@path`
+#: imports in AGENTS.md (most folders have no AGENTS.md), the mapping of Claude
 #: Code's permission patterns (a settings file's `permissions`, or `--allowedTools`), the
 #: reading of Claude Code's `.mcp.json` and Claude Code's output shapes (`json`,
 #: `stream-json`). A plain run uses none of them.
@@ -244,6 +245,7 @@ ONLY_WHEN_USED: dict[str, tuple[tuple[str, ...], dict[str, str], tuple[str, ...]
         {".rawtrio/skills/notes/SKILL.md": "---\nname: notes\ndescription: Notes.\n---\nBody\n"},
         (),
     ),
+    "an AGENTS.md": (("rawtrio.config.memory_imports",), {"AGENTS.md": "Be brief.\n"}, ()),
     "Claude Code's permissions": (
         ("rawtrio.compat.claude_permissions",),
         {".claude/settings.json": '{"permissions": {"deny": ["Bash(rm:*)"]}}'},
