@@ -1,6 +1,6 @@
 """What running a session's hooks takes once some match an event: the hook process
-(`rawtrio.hooks.process`), reading its answer (`rawtrio.hooks.decision`), its receipt and
-the outcome of all of them (`combine`).
+(`rawtrio.hooks.process`), reading its answer (`rawtrio.hooks.decision`), its receipt
+(`HookReceipt`) and the outcome of all of them (`combine`).
 
 Loaded by `HookRunner` on the first event that has a matching hook, not with the runner:
 every session builds a runner, and most sessions have no hooks.
@@ -11,13 +11,14 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Final
 
 import trio
 
 from rawtrio.hooks.decision import HookDecision, Verdict, interpret_exit
 from rawtrio.hooks.process import HookProcessResult, HookWatch, run_hook_process
-from rawtrio.hooks.runner import HookOutcome, HookReceipt
+from rawtrio.hooks.runner import HookOutcome
 from rawtrio.hooks.spec import HookEvent, HookSpec
 from rawtrio.processes import EndedBy, ProcessResult
 
@@ -26,6 +27,26 @@ if TYPE_CHECKING:
 
 #: Characters of stdout / stderr kept in a receipt.
 RECEIPT_EXCERPT: Final = 2_000
+
+
+@dataclass(frozen=True, slots=True)
+class HookReceipt:
+    """What one hook run did; meant for the display history (never the model context)."""
+
+    hook: str
+    event: HookEvent
+    #: The match subject: tool id for tool events, source / trigger where those match.
+    subject: str | None
+    decision: HookDecision
+    #: "exit", "timeout", "cancel" or "spawn_error".
+    ended_by: str
+    exit_code: int | None
+    signal: int | None
+    elapsed_s: float
+    stdout: str
+    stderr: str
+    #: One line for people: what happened and why.
+    summary: str
 
 
 async def run_one(

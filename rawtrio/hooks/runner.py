@@ -33,32 +33,13 @@ from rawtrio.redaction import Redactor
 from rawtrio.tools.base import ToolSettings
 
 if TYPE_CHECKING:
-    from rawtrio.hooks.decision import HookDecision, Verdict
+    from rawtrio.hooks.decision import Verdict
+    from rawtrio.hooks.execute import HookReceipt
 
 #: Bytes of stdout and of stderr kept per hook run (head and tail).
 HOOK_OUTPUT_CAP: Final = 64_000
 #: Removed from every hook's environment: the same patterns as for tools' processes.
 DEFAULT_STRIP_ENV: Final = ToolSettings().strip_env
-
-
-@dataclass(frozen=True, slots=True)
-class HookReceipt:
-    """What one hook run did; meant for the display history (never the model context)."""
-
-    hook: str
-    event: HookEvent
-    #: The match subject: tool id for tool events, source / trigger where those match.
-    subject: str | None
-    decision: HookDecision
-    #: "exit", "timeout", "cancel" or "spawn_error".
-    ended_by: str
-    exit_code: int | None
-    signal: int | None
-    elapsed_s: float
-    stdout: str
-    stderr: str
-    #: One line for people: what happened and why.
-    summary: str
 
 
 @dataclass(frozen=True, slots=True)
