@@ -205,7 +205,9 @@ sys.addaudithook(_stop)
 #: (no server configured), the config schema (no config file) and tree walking beyond
 #: what the tools' definitions need, and what a compaction keeps and how it summarizes
 #: (`rawtrio.context.compaction`: only when one runs; whether one is due is
-#: `rawtrio.context.compaction_state`).
+#: `rawtrio.context.compaction_state`), `platformdirs` (rawtrio's folders are found
+#: without it where the XDG variables or `$HOME` say: `rawtrio.user_dirs`) and the
+#: `[host]` settings (`--no-attach` reads none).
 NOT_BEFORE_THE_FIRST_REQUEST = (
     "rawtrio.checkpoints.capture",
     "rawtrio.checkpoints.diff",
@@ -218,6 +220,8 @@ NOT_BEFORE_THE_FIRST_REQUEST = (
     "rawtrio.mcp.manager",
     "rawtrio.config.schema",
     "rawtrio.context.compaction",
+    "rawtrio.host.settings",
+    "platformdirs",
     "mcp",
     "jsonschema",
     "pathspec",
