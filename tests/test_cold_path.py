@@ -231,10 +231,11 @@ NOT_BEFORE_THE_FIRST_REQUEST = (
 #: (files written into its home, which is also its folder, and flags): running a hook and
 #: reading its answer (a session's hook runner loads neither when no hook matches), a
 #: SKILL.md's frontmatter parser (most folders have no skill), the reading of `@path`
-#: imports in AGENTS.md (most folders have no AGENTS.md), the mapping of Claude
-#: Code's permission patterns (a settings file's `permissions`, or `--allowedTools`), the
-#: reading of Claude Code's `.mcp.json` and Claude Code's output shapes (`json`,
-#: `stream-json`). A plain run uses none of them.
+#: imports in AGENTS.md (most folders have no AGENTS.md), the reading of Claude Code's
+#: settings files (most homes and folders have none) and the mapping of their permission
+#: patterns (a settings file's `permissions`, or `--allowedTools`), the reading of Claude
+#: Code's `.mcp.json` and Claude Code's output shapes (`json`, `stream-json`). A plain
+#: run uses none of them.
 ONLY_WHEN_USED: dict[str, tuple[tuple[str, ...], dict[str, str], tuple[str, ...]]] = {
     "a hook": (
         ("rawtrio.hooks.execute", "rawtrio.hooks.decision", "rawtrio.hooks.process"),
@@ -250,8 +251,8 @@ ONLY_WHEN_USED: dict[str, tuple[tuple[str, ...], dict[str, str], tuple[str, ...]
         (),
     ),
     "an AGENTS.md": (("rawtrio.config.memory_imports",), {"AGENTS.md": "Be brief.\n"}, ()),
-    "Claude Code's permissions": (
-        ("rawtrio.compat.claude_permissions",),
+    "Claude Code's settings": (
+        ("rawtrio.config.claude_settings", "rawtrio.compat.claude_permissions"),
         {".claude/settings.json": '{"permissions": {"deny": ["Bash(rm:*)"]}}'},
         (),
     ),
