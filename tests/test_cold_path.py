@@ -203,7 +203,11 @@ sys.addaudithook(_stop)
 #: local `rawtrio -p` whose prompt calls no tool: the checkpoint machinery (built when a
 #: tool call that may write starts, or at the turn's end: `Session.checkpoints`), MCP
 #: (no server configured), the config schema (no config file) and tree walking beyond
-#: what the tools' definitions need.
+#: what the tools' definitions need, and what a compaction keeps and how it summarizes
+#: (`rawtrio.context.compaction`: only when one runs; whether one is due is
+#: `rawtrio.context.compaction_state`), `platformdirs` (rawtrio's folders are found
+#: without it where the XDG variables or `$HOME` say: `rawtrio.user_dirs`) and the
+#: `[host]` settings (`--no-attach` reads none).
 NOT_BEFORE_THE_FIRST_REQUEST = (
     "rawtrio.checkpoints.capture",
     "rawtrio.checkpoints.diff",
@@ -215,10 +219,52 @@ NOT_BEFORE_THE_FIRST_REQUEST = (
     "rawtrio.mcp.connection",
     "rawtrio.mcp.manager",
     "rawtrio.config.schema",
+    "rawtrio.context.compaction",
+    "rawtrio.host.settings",
+    "platformdirs",
     "mcp",
     "jsonschema",
     "pathspec",
 )
+
+#: Loaded on first use, each by what makes a `rawtrio -p` use it before its first request
+#: (files written into its home, which is also its folder, and flags): running a hook and
+#: reading its answer (a session's hook runner loads neither when no hook matches), a
+#: SKILL.md's frontmatter parser (most folders have no skill), the reading of `@path`
+#: imports in AGENTS.md (most folders have no AGENTS.md), the reading of Claude Code's
+#: settings files (most homes and folders have none) and the mapping of their permission
+#: patterns (a settings file's `permissions`, or `--allowedTools`), the reading of Claude
+#: Code's `.mcp.json` and Claude Code's output shapes (`json`, `stream-json`). A plain
+#: run uses none of them.
+ONLY_WHEN_USED: dict[str, tuple[tuple[str, ...], dict[str, str], tuple[str, ...]]] = {
+    "a hook": (
+        ("rawtrio.hooks.execute", "rawtrio.hooks.decision", "rawtrio.hooks.process"),
+        {
+            "config/rawtrio/config.toml": "[agents.default]\n"
+            'hooks = [{ event = "UserPromptSubmit", command = ["true"] }]\n'
+        },
+        (),
+    ),
+    "a skill": (
+        ("rawtrio.skills.frontmatter",),
+        {".rawtrio/skills/notes/SKILL.md": "---\nname: notes\ndescription: Notes.\n---\nBody\n"},
+        (),
+    ),
+    "an AGENTS.md": (("rawtrio.config.memory_imports",), {"AGENTS.md": "Be brief.\n"}, ()),
+    "Claude Code's settings": (
+        ("rawtrio.config.claude_settings", "rawtrio.compat.claude_permissions"),
+        {".claude/settings.json": '{"permissions": {"deny": ["Bash(rm:*)"]}}'},
+        (),
+    ),
+    "--allowedTools": (("rawtrio.compat.claude_permissions",), {}, ("--allowedTools", "Read")),
+    "a project's .mcp.json": (
+        ("rawtrio.mcp.importer",),
+        {".mcp.json": '{"mcpServers": {"x": {"command": "never-started"}}}'},  # not trusted
+        (),
+    ),
+    "--output-format json": (("rawtrio.cli.claude_output",), {}, ("--output-format", "json")),
+}
+LAZY_MODULES = tuple(sorted({m for modules, _, _ in ONLY_WHEN_USED.values() for m in modules}))
 
 
 def until_the_first_request(tmp_path: Path, *argv: str) -> list[str]:
@@ -237,7 +283,22 @@ def test_a_local_headless_run_loads_what_only_the_answer_needs_after_the_request
     only a tool call, a configured server or a config file needs is not loaded yet."""
     modules = until_the_first_request(tmp_path, "--no-attach")
     assert "anthropic" in modules  # it did get as far as the request
-    assert [m for m in NOT_BEFORE_THE_FIRST_REQUEST if m in modules] == []
+    assert [m for m in NOT_BEFORE_THE_FIRST_REQUEST + LAZY_MODULES if m in modules] == []
+
+
+@pytest.mark.parametrize("case", list(ONLY_WHEN_USED))
+def test_a_run_that_uses_a_lazy_module_loads_it_before_its_request(
+    case: str, tmp_path: Path
+) -> None:
+    """Each module a plain run leaves out is loaded when the run needs it: with a hook, a
+    skill, Claude Code's settings or output."""
+    modules, files, argv = ONLY_WHEN_USED[case]
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    loaded = until_the_first_request(tmp_path, "--no-attach", *argv)
+    assert "anthropic" in loaded
+    assert [m for m in modules if m not in loaded] == []
 
 
 def _fields(value: Any) -> dict[str, object]:

@@ -37,7 +37,7 @@ from rawtrio.config import (
 from rawtrio.config.agents_md import NestedMemory, home_folder
 from rawtrio.config.resolve import API_KEY_ENV
 from rawtrio.context.accounting import ModelPrices
-from rawtrio.context.compaction import CompactionSettings
+from rawtrio.context.compaction_state import CompactionSettings
 from rawtrio.errors import UsageError
 from rawtrio.hooks import HookEvent, HookSpec
 from rawtrio.mcp.catalog import mcp_cache_dir

@@ -104,7 +104,11 @@ class RendererImport:
     in `select`, without the GIL). `wait` returns once they are loaded (raising what the
     import raised). Nothing this thread imports is imported by the other before `wait`."""
 
-    MODULES: Final = ("rawtrio.cli.headless_output", "rawtrio.store.codec")
+    MODULES: Final = (
+        "rawtrio.cli.headless_output",
+        "rawtrio.cli.claude_output",
+        "rawtrio.store.codec",
+    )
 
     def __init__(self) -> None:
         self._error: BaseException | None = None
@@ -274,7 +278,8 @@ class AttachedRun:
         if self._renderer is None:
             return self._turn_lines(session_id, turn_id, wake_fd)
         self._renderer.wait()  # loaded while the host started the session
-        from rawtrio.cli.headless_output import HeadlessOutput, SessionFacts, report
+        from rawtrio.cli.claude_output import SessionFacts
+        from rawtrio.cli.headless_output import HeadlessOutput, report
         from rawtrio.store.codec import event_from_json  # loaded by `RendererImport`
 
         output = HeadlessOutput(self._fmt, sys.stdout, session_id, turn_id)

@@ -24,7 +24,6 @@ from typing import IO, TYPE_CHECKING, Any, Final
 from rawtrio import __version__
 from rawtrio.cli.flags import HelpFormatter, add_session_flags
 from rawtrio.errors import ConfigError
-from rawtrio.host.settings import read_host_settings
 
 if TYPE_CHECKING:
     from rawtrio.host.client import HostConnection, HostInfo
@@ -56,6 +55,8 @@ def attach_mode(args: argparse.Namespace) -> tuple[bool, bool]:
         return False, False
     if getattr(args, "attach", False):
         return True, True
+    from rawtrio.host.settings import read_host_settings  # not for --no-attach, --attach
+
     try:
         settings = read_host_settings(getattr(args, "config", None))
     except ConfigError:

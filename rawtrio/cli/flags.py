@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any, Final
 
 from rawtrio.compat.claude_code import CLAUDE_ONLY_TOOLS, TOOL_IDS
-from rawtrio.compat.claude_permissions import NotAnEntry, UnknownTool, Unmapped, map_entry
 
 PROVIDERS = ("anthropic", "openai-chat", "openai-responses")
 MODES: Final = ("default", "accept-edits", "plan", "bypass")
@@ -305,6 +304,9 @@ def tool_rules(
     from the working directory, `cwd`, as Claude Code takes command-line rules), or of a
     rawtrio tool id. Empty for a Claude Code tool rawtrio does not have (a warning on stderr
     says so); `ValueError` naming what cannot be mapped."""
+    # Loaded by a tool list on the command line only, not by every start.
+    from rawtrio.compat.claude_permissions import NotAnEntry, UnknownTool, Unmapped, map_entry
+
     if effect not in ("allow", "deny"):
         raise ValueError(f"{effect!r}: a tool list allows or denies")
     here = cwd if cwd is not None else Path(os.getcwd())

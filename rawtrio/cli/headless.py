@@ -38,14 +38,14 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import AsyncIterator
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
 import trio
 
 from rawtrio import events as ev
 from rawtrio.app import Choice, open_app
 from rawtrio.cli.headless_input import UserMessages
-from rawtrio.cli.headless_output import HeadlessOutput, SessionFacts, report, say_notice
+from rawtrio.cli.headless_output import HeadlessOutput, report, say_notice
 from rawtrio.cli.sessions import fail
 from rawtrio.cli.signals import SIGNAL_EXIT, SignalLatch
 from rawtrio.contracts import ExitCode, TurnOutcome
@@ -53,6 +53,9 @@ from rawtrio.errors import RawtrioError
 from rawtrio.groups import collapse_group
 from rawtrio.runtime import Session, Subscription
 from rawtrio.unicode_safety import replace_unwritable
+
+if TYPE_CHECKING:
+    from rawtrio.cli.claude_output import SessionFacts
 
 
 def run_here(prompt: str | None, args: argparse.Namespace, latch: SignalLatch) -> int:
@@ -93,6 +96,8 @@ async def run(
 def session_facts(session: Session, agent: str | None) -> SessionFacts:
     """What the `system`/`init` line says of a live session (as the host's
     `_rawtrio/session/info` says it for an attached run)."""
+    from rawtrio.cli.claude_output import SessionFacts  # `stream-json` only
+
     return SessionFacts(
         session_id=session.id,
         cwd=str(session.cwd),

@@ -9,17 +9,18 @@ never waits; the caller feeds it events until it says the turn ended, then calls
 
 Imports nothing heavy (no trio, no runtime, no configuration schema). Its event classes and
 the transcript view are still ~100 ms of dataclass building: the attached client imports
-this module in a thread while the host starts the session (`rawtrio.cli.attach`).
+this module in a thread while the host starts the session (`rawtrio.cli.attach`). Claude
+Code's shapes (`rawtrio.cli.claude_output`) are loaded only by the formats that write them
+(`json`, `stream-json`), not by `text` and `events`.
 """
 
 from __future__ import annotations
 
 import json
 import sys
-from typing import Protocol, TextIO
+from typing import TYPE_CHECKING, Protocol, TextIO
 
 from rawtrio import events as ev
-from rawtrio.cli.claude_output import ClaudeTurn, SessionFacts
 from rawtrio.cli.event_lines import (
     OUTCOME_EXIT,
     TextLines,
@@ -33,11 +34,13 @@ from rawtrio.contracts import ToolStatus
 from rawtrio.runtime.view import MessageView, NoticeView, ToolCallView, ToolPhase, TranscriptView
 from rawtrio.unicode_safety import scrub_json
 
+if TYPE_CHECKING:
+    from rawtrio.cli.claude_output import ClaudeTurn, SessionFacts
+
 __all__ = [
     "FORMATS",
     "OUTCOME_EXIT",
     "HeadlessOutput",
-    "SessionFacts",
     "SessionTotals",
     "TextOutput",
     "read_prompt",
@@ -75,7 +78,11 @@ class HeadlessOutput:
         self.fmt = fmt
         self._out = out
         self._turn_id = turn_id
-        self._claude = ClaudeTurn(session_id, turn_id)
+        self._claude: ClaudeTurn | None = None
+        if fmt in ("json", "stream-json"):
+            from rawtrio.cli.claude_output import ClaudeTurn  # only these formats need it
+
+            self._claude = ClaudeTurn(session_id, turn_id)
         self._usage = {
             "input_tokens": 0,
             "output_tokens": 0,
@@ -106,6 +113,7 @@ class HeadlessOutput:
         elif self.fmt == "text":
             self._text.render(event)
         else:
+            assert self._claude is not None, "json and stream-json have their ClaudeTurn"
             for message in self._claude.messages(event):
                 if self.fmt == "stream-json":
                     self._write(message)
@@ -130,6 +138,7 @@ class HeadlessOutput:
             self._text.end()
         elif self.fmt in ("json", "stream-json"):
             assert totals is not None, "the result object reports the session's totals"
+            assert self._claude is not None, "json and stream-json have their ClaudeTurn"
             self._write(
                 self._claude.result(
                     ended,

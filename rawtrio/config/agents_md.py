@@ -32,7 +32,6 @@ from pathlib import Path
 from typing import Final
 
 from rawtrio.config.folders import folders_up_to_root, project_root
-from rawtrio.config.memory_imports import MAX_IMPORT_DEPTH, import_refs, resolve_ref
 from rawtrio.config.safe_read import UnsafeFileError, read_head
 
 AGENTS_MD: Final = "AGENTS.md"
@@ -166,6 +165,9 @@ class _MemoryReader:
         self, path: Path, *, within: Path | None, depth: int = 0, by: Path | None = None
     ) -> None:
         """Read `path` (raising UnsafeFileError) and then, depth first, what it imports."""
+        # The `@path` reader: loaded by the first file found (most folders have none).
+        from rawtrio.config.memory_imports import MAX_IMPORT_DEPTH, import_refs, resolve_ref
+
         real = os.path.realpath(path)
         if real in self._seen:
             return

@@ -29,26 +29,24 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 
 from rawtrio.compat.claude_code import compile_matcher
-from rawtrio.compat.claude_permissions import Effect, Unmapped, map_entry
+from rawtrio.config.claude_files import Kind, find_settings_files
 from rawtrio.config.errors import ConfigFileError, problem
-from rawtrio.config.folders import folders_up_to_root, project_root
+from rawtrio.config.folders import project_root
 from rawtrio.config.safe_read import MAX_CONFIG_BYTES, UnsafeFileError, read_bounded
 from rawtrio.config.trust import TrustStore
 from rawtrio.hooks.spec import HookEvent
 
 if TYPE_CHECKING:
+    from rawtrio.compat.claude_permissions import Effect
     from rawtrio.config.schema import HookConfig, PermissionRuleConfig
 
-PROJECT_FILES: Final = (Path(".claude") / "settings.json", Path(".claude") / "settings.local.json")
-USER_DIR_ENV: Final = "CLAUDE_CONFIG_DIR"
 #: The hook events rawtrio runs (Claude Code's names, and rawtrio's `Interrupt`); others
 #: (`Notification`, …) are reported.
 HOOK_EVENTS: Final = frozenset(str(event) for event in HookEvent)
@@ -58,7 +56,6 @@ TOOL_HOOK_EVENTS: Final = frozenset(
 )
 #: Claude Code's default hook timeout, in seconds.
 DEFAULT_TIMEOUT_S: Final = 60.0
-Kind = Literal["user", "project", "local"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,32 +83,6 @@ class ClaudeSettings:
     notices: tuple[str, ...] = ()
     #: The project files whose hooks / allow rules wait for trust.
     untrusted: tuple[ClaudeFile, ...] = field(default=())
-
-
-def find_settings_files(cwd: Path, env: Mapping[str, str]) -> list[tuple[Kind, Path]]:
-    """The settings files that exist, lowest precedence first."""
-    found: list[tuple[Kind, Path]] = []
-    user = user_settings_dir(env) / "settings.json"
-    if os.path.lexists(user):
-        found.append(("user", user))
-    for folder in folders_up_to_root(cwd):
-        here = [folder / p for p in PROJECT_FILES]
-        if not any(os.path.lexists(p) for p in here):
-            continue
-        if here[0].parent.resolve() == user.parent.resolve():
-            continue  # the user's own folder, not a project's
-        kinds: tuple[Kind, Kind] = ("project", "local")
-        found.extend((k, p) for k, p in zip(kinds, here, strict=True) if os.path.lexists(p))
-        break
-    return found
-
-
-def user_settings_dir(env: Mapping[str, str]) -> Path:
-    explicit = env.get(USER_DIR_ENV)
-    if explicit:
-        return Path(explicit).expanduser()
-    home = env.get("HOME")
-    return (Path(home) if home else Path.home()) / ".claude"
 
 
 def load_claude_settings(
@@ -306,6 +277,10 @@ class _Reader:
         self.hooks.append((hook, f"{file.shown}: {where}"))
 
     def _permissions(self, file: ClaudeFile, perms: Any) -> None:
+        # Loaded by a settings file's permissions only (or `--allowedTools`): most runs
+        # find no such file, and need none of its patterns.
+        from rawtrio.compat.claude_permissions import Unmapped, map_entry
+
         if not isinstance(perms, dict):
             self._note(file, "permissions", "expected an object; ignored")
             return

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, get_args
 
 from rawtrio.config.agents_md import AgentsFiles, find_agents_files
-from rawtrio.config.claude_settings import ClaudeSettings, load_claude_settings
+from rawtrio.config.claude_files import find_settings_files
 from rawtrio.config.defaults import (
     BUILTIN_AGENT,
     BuiltinCompaction,
@@ -365,7 +365,11 @@ def resolve_session_config(
         trust_store=store,
         trust_project=cli.trust,
     )
-    claude = load_claude_settings(cwd, env, trust_store=store, trust_project=cli.trust)
+    claude = None  # most folders and homes have no Claude Code settings file
+    if find_settings_files(cwd, env):
+        from rawtrio.config.claude_settings import load_claude_settings
+
+        claude = load_claude_settings(cwd, env, trust_store=store, trust_project=cli.trust)
     return resolve_agent(dataclasses.replace(loaded, claude=claude), cli, cwd, env)
 
 
@@ -399,7 +403,9 @@ def resolve_agent(
     if agent.prompt_file is not None:
         prompt = _read_prompt_file(loaded, name, Path(agent.prompt_file))
     mcp = {s: config.mcp_servers[s] for s in agent.mcp_servers}
-    claude = loaded.claude or ClaudeSettings()
+    claude = loaded.claude  # None: no Claude Code settings file, nothing from it
+    claude_rules, claude_rule_origins = (claude.rules, claude.rule_origins) if claude else ((), ())
+    claude_hooks, claude_hook_origins = (claude.hooks, claude.hook_origins) if claude else ((), ())
     # rawtrio's own rules come last: under "last match wins" they decide every conflict.
     own_rules = loaded.rule_origins.get(name, ())
     hook_origins = (
@@ -408,7 +414,7 @@ def resolve_agent(
             f"{_file_of(loaded, 'agents', name, 'hooks')}: agents.{name}.hooks[{i}]"
             for i in range(len(agent.hooks))
         ),
-        *claude.hook_origins,
+        *claude_hook_origins,
     )
     return ResolvedAgent(
         name=name,
@@ -418,8 +424,8 @@ def resolve_agent(
         replace_base_prompt=agent.replace_base_prompt,
         agents_md=find_agents_files(cwd, env),
         tools=tuple(agent.tools),
-        permission_rules=(*claude.rules, *agent.permissions),
-        rule_origins=(*claude.rule_origins, *own_rules),
+        permission_rules=(*claude_rules, *agent.permissions),
+        rule_origins=(*claude_rule_origins, *own_rules),
         permission_mode=mode or agent.permission_mode,  # type: ignore[arg-type]
         max_steps=max_steps or agent.max_steps,
         max_parallel_tool_calls=agent.max_parallel_tool_calls,
@@ -433,7 +439,7 @@ def resolve_agent(
         confine_paths=agent.confine_paths,
         compaction=agent.compaction,
         sigterm_grace_s=grace if grace is not None else config.sigterm_grace_s,
-        hooks=(*config.hooks, *agent.hooks, *claude.hooks),
+        hooks=(*config.hooks, *agent.hooks, *claude_hooks),
         hook_origins=hook_origins,
         skills=tuple(agent.skills),
         skill_dirs=tuple(config.skill_dirs),

@@ -24,6 +24,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from rawtrio.context import estimate
+
+# Re-exported: the settings live with the state that reads them before every request.
+from rawtrio.context.compaction_state import CompactionSettings as CompactionSettings
 from rawtrio.context.estimate import CHARS_PER_TOKEN
 from rawtrio.errors import StreamCut
 from rawtrio.messages import Message, ToolResult, UserMessage
@@ -43,21 +46,6 @@ COMPACTION_SYSTEM = (
     "left to do. Keep exact names, paths, identifiers and numbers. Write plain text, no "
     "preamble; do not call tools."
 )
-
-
-@dataclass(frozen=True, slots=True)
-class CompactionSettings:
-    #: Compact automatically when the next request would pass `threshold` of the window.
-    auto: bool = True
-    #: Share of the usable window (the window less the reply's reserve) that triggers it.
-    threshold: float = 0.8
-    #: Complete turns kept verbatim at the end.
-    keep_last_turns: int = 2
-    #: Cut old tool outputs to head and tail (`prune_keep_chars` in all) before summarizing.
-    prune_tool_outputs: bool = True
-    prune_keep_chars: int = 2_000
-    #: The output bound of each summary request.
-    summary_max_tokens: int = 4_096
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,10 +1,13 @@
 """A session's memory of its compactions, and when the next automatic one is due.
 
 `rawtrio.context.compaction` decides what a compaction keeps and how the summary is
-written; this module decides *when* to compact, from what earlier compactions did: at most
-one automatic compaction per turn, and none while they do not help (no loops). The runtime
-side (`rawtrio.runtime.compaction`) runs a compaction against a live session and updates
-this state.
+written; this module decides *when* to compact, from the settings (`CompactionSettings`)
+and from what earlier compactions did: at most one automatic compaction per turn, and none
+while they do not help (no loops). The runtime side (`rawtrio.runtime.compaction`) runs a
+compaction against a live session and updates this state.
+
+Every request asks this module whether to compact first; `rawtrio.context.compaction` is
+loaded by the first compaction, so a session that never compacts never loads it.
 """
 
 from __future__ import annotations
@@ -12,7 +15,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rawtrio import events as ev
-from rawtrio.context.compaction import CompactionSettings
 
 #: After a compaction that did not help, the next automatic one waits until the context
 #: grew by this share of the usable window (new material to summarize); after
@@ -20,6 +22,21 @@ from rawtrio.context.compaction import CompactionSettings
 #: (until a compaction helps, e.g. a manual one): no loops.
 RETRY_GROWTH = 0.1
 MAX_FUTILE = 2
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionSettings:
+    #: Compact automatically when the next request would pass `threshold` of the window.
+    auto: bool = True
+    #: Share of the usable window (the window less the reply's reserve) that triggers it.
+    threshold: float = 0.8
+    #: Complete turns kept verbatim at the end.
+    keep_last_turns: int = 2
+    #: Cut old tool outputs to head and tail (`prune_keep_chars` in all) before summarizing.
+    prune_tool_outputs: bool = True
+    prune_keep_chars: int = 2_000
+    #: The output bound of each summary request.
+    summary_max_tokens: int = 4_096
 
 
 @dataclass

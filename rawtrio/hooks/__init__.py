@@ -6,10 +6,34 @@ matching hooks and returns a `HookOutcome`; `rawtrio.hooks.payloads` builds the 
 
 from __future__ import annotations
 
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from rawtrio.hooks import payloads
-from rawtrio.hooks.decision import HookDecision
-from rawtrio.hooks.runner import HookOutcome, HookReceipt, HookRunner
+from rawtrio.hooks.runner import HookOutcome, HookRunner
 from rawtrio.hooks.spec import DEFAULT_HOOK_TIMEOUT_S, TOOL_EVENTS, HookEvent, HookSpec
+
+if TYPE_CHECKING:
+    from rawtrio.hooks.decision import HookDecision
+    from rawtrio.hooks.execute import HookReceipt
+
+#: Loaded on first use (PEP 562): running a hook, reading its answer and its receipt are
+#: loaded by the first hook that runs (`rawtrio.hooks.execute`), not by every session's
+#: runner.
+_WHERE: dict[str, str] = {
+    "HookDecision": "rawtrio.hooks.decision",
+    "HookReceipt": "rawtrio.hooks.execute",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _WHERE.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "DEFAULT_HOOK_TIMEOUT_S",

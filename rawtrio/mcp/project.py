@@ -31,7 +31,6 @@ from rawtrio.config.loader import project_root
 from rawtrio.config.resolve import ResolvedAgent
 from rawtrio.config.safe_read import MAX_CONFIG_BYTES, UnsafeFileError, read_bounded
 from rawtrio.config.trust import TrustStore
-from rawtrio.mcp.importer import McpImportError, import_servers
 
 if TYPE_CHECKING:
     from rawtrio.config.schema import McpServerConfig
@@ -76,6 +75,9 @@ def project_mcp(
     file = root / MCP_JSON
     if not os.path.lexists(file):
         return ProjectMcp()
+    # Claude Code's format is read only for a project that has the file (most have none).
+    from rawtrio.mcp.importer import McpImportError, import_servers
+
     try:
         raw = read_bounded(file, limit=MAX_CONFIG_BYTES, within=root, what=MCP_JSON)
         imported = import_servers(raw.decode("utf-8"), str(file))

@@ -28,13 +28,6 @@ import trio
 from rawtrio import events as ev
 from rawtrio.context import estimate
 from rawtrio.context.accounting import TooLarge
-from rawtrio.context.compaction import (
-    SummaryFailed,
-    plan,
-    prune,
-    summarize,
-    summary_message,
-)
 from rawtrio.errors import ProviderError
 from rawtrio.hooks import HookEvent, payloads
 from rawtrio.messages import Message, check_pairing
@@ -85,6 +78,10 @@ async def prepare_request(host: TurnHost, turn: Turn) -> ModelRequest:
 async def run_compaction(
     host: TurnHost, trigger: Trigger, focus: str | None, turn_id: str | None
 ) -> ev.CompactionEnded:
+    # What a compaction keeps and the summary requests: loaded by the first compaction
+    # (`prepare_request` runs before every request, most of which never compact).
+    from rawtrio.context.compaction import SummaryFailed
+
     request = host.model.build_request()
     before = host.model.accountant.request_tokens(request)
     host.recorder.emit(
@@ -136,6 +133,8 @@ async def _compacted(
     host: TurnHost, request: ModelRequest, focus: str | None, extra: str | None
 ) -> tuple[list[Message] | None, str]:
     """The compacted context, or None and why the context stays as it is."""
+    from rawtrio.context.compaction import plan, prune, summarize, summary_message
+
     settings = host.options.compaction
     acct = host.model.accountant
     old = list(host.recorder.context)

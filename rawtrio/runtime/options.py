@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from rawtrio.context.accounting import ModelPrices
-from rawtrio.context.compaction import CompactionSettings
+from rawtrio.context.compaction_state import CompactionSettings
 from rawtrio.contracts import (
     DEFAULT_MAX_CONCURRENT_SUBAGENTS,
     DEFAULT_MAX_PARALLEL_TOOL_CALLS,

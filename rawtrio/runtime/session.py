@@ -44,7 +44,7 @@ from rawtrio.context.compaction_state import CompactionState
 from rawtrio.contracts import CLEANUP_DEADLINE_S, TurnOutcome
 from rawtrio.errors import ProviderError, SessionClosed, TurnInProgress
 from rawtrio.frozen import freeze
-from rawtrio.hooks import HookEvent, HookOutcome, HookReceipt, HookRunner, payloads
+from rawtrio.hooks import HookEvent, HookOutcome, HookRunner, payloads
 from rawtrio.messages import Message
 from rawtrio.permissions.approval import ApprovalBroker, ApprovalDecision
 from rawtrio.permissions.policy import PermissionPolicy
@@ -73,6 +73,7 @@ from rawtrio.tools.todo import Plan, TodoItem, plan_from_json, plan_to_json
 
 if TYPE_CHECKING:
     from rawtrio.checkpoints.capture import TurnCheckpoints
+    from rawtrio.hooks.execute import HookReceipt
     from rawtrio.mcp.manager import McpServers
     from rawtrio.tools.registry import ToolRegistry
 

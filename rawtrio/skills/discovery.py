@@ -29,12 +29,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from rawtrio.config.folders import folders_up_to_root, project_root
 from rawtrio.config.safe_read import UnsafeFileError, read_bounded
 from rawtrio.config.user_path import user_config_dir
-from rawtrio.skills.frontmatter import FrontmatterError, Value, parse_frontmatter, split_frontmatter
+
+if TYPE_CHECKING:
+    from rawtrio.skills.frontmatter import Value
 
 SKILL_FILE: Final = "SKILL.md"
 #: A SKILL.md larger than this is skipped (skills are meant to be short; put the rest in
@@ -136,6 +138,9 @@ class SkillError(ValueError):
 def load_skill_file(folder: Path, *, within: Path | None = None) -> Skill:
     """Read and check `folder/SKILL.md` (confined to `within` when given). SkillError says
     what is wrong."""
+    # The parser is loaded by the first SKILL.md found: most folders have none.
+    from rawtrio.skills.frontmatter import FrontmatterError, parse_frontmatter, split_frontmatter
+
     file = folder / SKILL_FILE
     try:
         raw = read_bounded(file, limit=MAX_SKILL_BYTES, within=within)
