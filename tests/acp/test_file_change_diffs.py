@@ -101,14 +101,13 @@ def bash_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeModel]:
         yield FakeModel(fake.base_url)
 
 
-def test_a_bash_edit_reaches_the_client_as_diff_content(
-    bash_model: FakeModel, tmp_path: Path
-) -> None:
-    iso = Isolation(tmp_path)
+def bash_turn(model: FakeModel, iso: Isolation) -> list[dict[str, Any]]:
+    """One "change with bash" turn in a fresh `rawtrio acp` over stdio, in `iso.cwd` (with
+    `a.txt` in it); the messages the client got before the `session/prompt` answer."""
     iso.cwd.mkdir(parents=True)
     (iso.cwd / "a.txt").write_text("one\ntwo\n")
     proc = subprocess.Popen(
-        acp_argv(bash_model, "--mode", "bypass"),
+        acp_argv(model, "--mode", "bypass"),
         env=acp_env(iso),
         cwd=iso.cwd,
         stdin=subprocess.PIPE,
@@ -134,6 +133,14 @@ def test_a_bash_edit_reaches_the_client_as_diff_content(
         client.reader.join(timeout=LIVENESS_S)
         assert proc.stdout is not None
         proc.stdout.close()
+    return before
+
+
+def test_a_bash_edit_reaches_the_client_as_diff_content(
+    bash_model: FakeModel, tmp_path: Path
+) -> None:
+    iso = Isolation(tmp_path)
+    before = bash_turn(bash_model, iso)
     updates = [m["params"]["update"] for m in before if m.get("method") == "session/update"]
     done = [
         u
@@ -164,36 +171,7 @@ def test_what_the_turn_changed_reaches_the_client_before_the_prompt_ends(
 ) -> None:
     """The turn-end checkpoint summary the chat shows is a thought of the turn's for an
     editor too, sent before the `session/prompt` answer, without the chat's commands."""
-    iso = Isolation(tmp_path)
-    iso.cwd.mkdir(parents=True)
-    (iso.cwd / "a.txt").write_text("one\ntwo\n")
-    proc = subprocess.Popen(
-        acp_argv(bash_model, "--mode", "bypass"),
-        env=acp_env(iso),
-        cwd=iso.cwd,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
-        text=True,
-    )
-    client = RawClient(proc)
-    try:
-        client.call("initialize", {"protocolVersion": 1, "clientCapabilities": {}})
-        sid = client.call("session/new", {"cwd": str(iso.cwd), "mcpServers": []})["result"][
-            "sessionId"
-        ]
-        prompt = [{"type": "text", "text": "change with bash"}]
-        answer, before = client.until_response(
-            client.send("session/prompt", {"sessionId": sid, "prompt": prompt})
-        )
-        assert answer["result"]["stopReason"] == "end_turn", answer
-    finally:
-        assert proc.stdin is not None
-        proc.stdin.close()
-        proc.wait(timeout=LIVENESS_S)
-        client.reader.join(timeout=LIVENESS_S)
-        assert proc.stdout is not None
-        proc.stdout.close()
+    before = bash_turn(bash_model, Isolation(tmp_path))
     thoughts = [
         m["params"]["update"]
         for m in before

@@ -4,8 +4,10 @@ real application, store and runtime; no terminal), then `/resume ID`."""
 
 from __future__ import annotations
 
+import contextlib
 import io
 import json
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,34 @@ api_key = { env = "LOCAL_KEY" }
 """
 
 
+@contextlib.asynccontextmanager
+async def booted_chat(
+    argv: list[str], ask_trust: Callable[[list[Any]], Awaitable[str]] | None = None
+) -> AsyncIterator[ChatApp]:
+    """The chat's own boot of `rawtrio ARGV` (a real application, no terminal), held once it
+    attached to its session; the trust prompt, if any, answered by `ask_trust`."""
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            setup = ChatSetup(runtime=None, options=None, agent="-", history_path=None)
+            app = ChatApp(setup, nursery)
+            attached = trio.Event()
+            attach = app.attach
+
+            async def attach_and_tell(*args: Any, **kwargs: Any) -> None:
+                await attach(*args, **kwargs)
+                attached.set()
+
+            app.attach = attach_and_tell  # type: ignore[method-assign]
+            if ask_trust is not None:
+                app.ask_trust = ask_trust  # type: ignore[method-assign,assignment]
+            nursery.start_soon(_chat_boot(build_parser().parse_args(argv)), app)
+            await attached.wait()
+            try:
+                yield app
+            finally:
+                app.closed.set()
+
+
 async def test_resume_in_the_chat_takes_the_sessions_own_project_configuration(
     home: Path,  # noqa: F811
     monkeypatch: pytest.MonkeyPatch,
@@ -51,35 +81,21 @@ async def test_resume_in_the_chat_takes_the_sessions_own_project_configuration(
     async with open_app(build_parser().parse_args([*argv, "--cwd", str(project)])) as made:
         sid = (await made.start_session(Choice())).id
         await made.runtime.get_session(sid)
-    with trio.fail_after(60):
-        async with trio.open_nursery() as nursery:
-            setup = ChatSetup(runtime=None, options=None, agent="-", history_path=None)
-            app = ChatApp(setup, nursery)
-            attached = trio.Event()
-            attach = app.attach
+    async with booted_chat(argv) as app:
+        assert app.session is not None
+        started = app.session.id
+        await run_command(app, f"/resume {sid}")
+        session = app.session
+        assert isinstance(session, Session)  # a local chat's: the runtime's own
+        assert session.id == sid != started
+        rules = session.options.permission_rules
 
-            async def attach_and_tell(*args: Any, **kwargs: Any) -> None:
-                await attach(*args, **kwargs)
-                attached.set()
+        def effect(name: str) -> Effect:
+            given = {"path": str(project / name), "content": ""}
+            return evaluate(rules, "write_file", given, read_only=False).effect
 
-            app.attach = attach_and_tell  # type: ignore[method-assign]
-            nursery.start_soon(_chat_boot(build_parser().parse_args(argv)), app)
-            await attached.wait()
-            assert app.session is not None
-            started = app.session.id
-            await run_command(app, f"/resume {sid}")
-            session = app.session
-            assert isinstance(session, Session)  # a local chat's: the runtime's own
-            assert session.id == sid != started
-            rules = session.options.permission_rules
-
-            def effect(name: str) -> Effect:
-                given = {"path": str(project / name), "content": ""}
-                return evaluate(rules, "write_file", given, read_only=False).effect
-
-            assert effect("mine.txt") is Effect.DENY  # the session's project's rule
-            assert effect("theirs.txt") is not Effect.DENY  # the chat's directory's: not
-            app.closed.set()
+        assert effect("mine.txt") is Effect.DENY  # the session's project's rule
+        assert effect("theirs.txt") is not Effect.DENY  # the chat's directory's: not
 
 
 async def test_resume_at_start_shows_the_notices_of_the_sessions_own_project(
@@ -100,28 +116,14 @@ async def test_resume_at_start_shows_the_notices_of_the_sessions_own_project(
     (project / ".claude" / "settings.json").write_text(
         json.dumps({"permissions": {"allow": ["Bash(make:*)"]}})
     )
-    with trio.fail_after(60):
-        async with trio.open_nursery() as nursery:
-            setup = ChatSetup(runtime=None, options=None, agent="-", history_path=None)
-            app = ChatApp(setup, nursery)
-            attached = trio.Event()
-            attach = app.attach
 
-            async def attach_and_tell(*args: Any, **kwargs: Any) -> None:
-                await attach(*args, **kwargs)
-                attached.set()
+    async def skip(files: list[Any]) -> str:  # the user answers "without them"
+        return "skip"
 
-            async def skip(files: list[Any]) -> str:  # the user answers "without them"
-                return "skip"
-
-            app.attach = attach_and_tell  # type: ignore[method-assign]
-            app.ask_trust = skip  # type: ignore[method-assign,assignment]
-            nursery.start_soon(_chat_boot(build_parser().parse_args([*argv, "--resume", sid])), app)
-            await attached.wait()
-            await trio.testing.wait_all_tasks_blocked()
-            canvas = app.transcript.listbox.render((200, 60))
-            shown = "\n".join(line.decode().rstrip() for line in canvas.text)
-            app.closed.set()
+    async with booted_chat([*argv, "--resume", sid], skip) as app:
+        await trio.testing.wait_all_tasks_blocked()
+        canvas = app.transcript.listbox.render((200, 60))
+        shown = "\n".join(line.decode().rstrip() for line in canvas.text)
     assert app.session is not None
     assert app.session.id == sid
     assert "rawtrio: .claude/settings.json defines allow rules" in shown, shown
@@ -147,27 +149,13 @@ async def test_resume_at_start_asks_trust_for_the_sessions_own_project(
             json.dumps({"permissions": {"allow": ["Bash(make:*)"]}})
         )
     asked: list[Path] = []
-    with trio.fail_after(60):
-        async with trio.open_nursery() as nursery:
-            setup = ChatSetup(runtime=None, options=None, agent="-", history_path=None)
-            app = ChatApp(setup, nursery)
-            attached = trio.Event()
-            attach = app.attach
 
-            async def attach_and_tell(*args: Any, **kwargs: Any) -> None:
-                await attach(*args, **kwargs)
-                attached.set()
+    async def trust(files: list[Any]) -> str:  # the user answers "trust"
+        asked.extend(f.path for f in files)
+        return "trust"
 
-            async def trust(files: list[Any]) -> str:  # the user answers "trust"
-                asked.extend(f.path for f in files)
-                return "trust"
-
-            app.attach = attach_and_tell  # type: ignore[method-assign]
-            app.ask_trust = trust  # type: ignore[method-assign,assignment]
-            nursery.start_soon(_chat_boot(build_parser().parse_args([*argv, "--resume", sid])), app)
-            await attached.wait()
-            session = app.session
-            app.closed.set()
+    async with booted_chat([*argv, "--resume", sid], trust) as app:
+        session = app.session
     assert asked == [project / ".claude" / "settings.json"]
     assert isinstance(session, Session)
     assert session.id == sid
