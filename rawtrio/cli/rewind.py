@@ -7,7 +7,9 @@ stderr. A file changed outside rawtrio since is a conflict: nothing is done, the
 listed and the exit code is `EXIT_CONFLICT` (6) unless `--force` (docs/checkpoints.md).
 Without `--session`, the session last used in the current directory is rewound. The
 rewind holds the session's writer lease: a session open in another process (a chat, a
-headless run, the host) is refused with exit code 5, naming the holder.
+headless run) is refused with exit code 5, naming the holder. A session live in this state
+directory's host (`rawtrio serve`, of this version) is rewound by the host
+(`_rawtrio/rewind`), with the output and exit code of a local run.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ from rawtrio.errors import RawtrioError, SessionLocked, UsageError
 
 if TYPE_CHECKING:
     from rawtrio.checkpoints.rewind import What
+    from rawtrio.host.client import HostConnection
     from rawtrio.runtime.runtime import Runtime
 
 
@@ -73,7 +76,17 @@ def main(argv: list[str]) -> int:
             f"rawtrio rewind: --to takes a prompt number (1, 2, …), not {args.to}", file=sys.stderr
         )
         return ExitCode.USAGE
-    return trio.run(_run, args)
+    try:
+        return trio.run(_run, args)
+    except SessionLocked as exc:  # outside trio: the host client blocks
+        from rawtrio.cli.undo import host_holding, locked_text
+
+        host = host_holding(exc)
+        if host is not None:
+            with host:
+                return _rewind_in_host(host, exc, args)
+        print(f"rawtrio rewind: {locked_text(exc, 'rewind')}", file=sys.stderr)
+        return ExitCode.SESSION_LOCKED
 
 
 async def _run(args: argparse.Namespace) -> int:
@@ -83,11 +96,8 @@ async def _run(args: argparse.Namespace) -> int:
     try:
         async with open_app(configure=False, retention=False) as app:
             return await _rewind(app.runtime, args)
-    except SessionLocked as exc:
-        from rawtrio.cli.undo import locked_text
-
-        print(f"rawtrio rewind: {locked_text(exc, 'rewind')}", file=sys.stderr)
-        return ExitCode.SESSION_LOCKED
+    except SessionLocked:
+        raise  # `main` asks the host that holds the session, or refuses
     except RawtrioError as exc:
         return fail(exc)
     except OSError as exc:
@@ -121,6 +131,31 @@ async def _rewind(runtime: Runtime, args: argparse.Namespace) -> int:
         print(result.session_id)
     print(result.describe(), file=sys.stderr)
     if not result.applied:
+        return EXIT_CONFLICT
+    return ExitCode.COMPLETED
+
+
+def _rewind_in_host(host: HostConnection, exc: SessionLocked, args: argparse.Namespace) -> int:
+    """Rewind in the host that has the session live, as a local run would say it."""
+    from rawtrio.cli.undo import ask_host, host_refused
+    from rawtrio.host.client import RemoteError
+
+    params: dict[str, object] = {
+        "sessionId": exc.session_id,
+        "prompt": args.to,
+        "restore": args.what,
+        "force": args.force,
+    }
+    answer = ask_host(host, "_rawtrio/rewind", params, exc, "rewind")
+    if isinstance(answer, int):
+        return answer
+    if isinstance(answer, RemoteError):
+        return host_refused(answer, "rewind")
+    fork = answer.get("sessionId")
+    if isinstance(fork, str):
+        print(fork)
+    print(answer.get("text", ""), file=sys.stderr)
+    if answer.get("applied") is not True:
         return EXIT_CONFLICT
     return ExitCode.COMPLETED
 

@@ -5,8 +5,10 @@ is the one undone; `--turn N` names checkpoint N of the session (`rawtrio undo -
 `rawtrio sessions show`). A file changed outside rawtrio since the turn is a conflict:
 nothing is written, the files are listed, and the exit code is `EXIT_CONFLICT` (6) unless
 `--force` (docs/checkpoints.md). The change set's session is held (its writer lease) while
-its files are put back: a session open in another process (a chat, a headless run, the
-host) is refused with exit code 5, naming the holder — undo there, or close it first.
+its files are put back: a session open in another process (a chat, a headless run) is
+refused with exit code 5, naming the holder — undo there, or close it first. A session live
+in this state directory's host (`rawtrio serve`, of this version) is undone by the host
+(`_rawtrio/undo`, `_rawtrio/redo`), with the output and exit code of a local run.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from rawtrio.checkpoints.model import ChangeSet
     from rawtrio.checkpoints.restore import Outcome
     from rawtrio.checkpoints.store import CheckpointStore
+    from rawtrio.host.client import HostConnection, RemoteError
 
 #: Undo or redo refused because files changed outside rawtrio since the turn.
 EXIT_CONFLICT: Final = 6
@@ -78,6 +81,10 @@ def main(argv: list[str], action: str) -> int:
         print(f"rawtrio {action}: {exc}", file=sys.stderr)
         return ExitCode.ERROR
     except SessionLocked as exc:
+        host = host_holding(exc)
+        if host is not None:
+            with host:
+                return _restore_in_host(host, exc, args, action)
         print(f"rawtrio {action}: {locked_text(exc, action)}", file=sys.stderr)
         return ExitCode.SESSION_LOCKED
     except RawtrioError as exc:
@@ -114,6 +121,106 @@ async def _restore(
             undo if action == "undo" else redo, store, cs.session_id, args.turn, force=args.force
         )
         return await trio.to_thread.run_sync(run)
+
+
+def _restore_in_host(
+    host: HostConnection, exc: SessionLocked, args: argparse.Namespace, action: str
+) -> int:
+    """Undo or redo in the host that has the session live, as a local run would say it."""
+    from rawtrio.host.client import RAWTRIO_ERROR, RemoteError
+
+    params: dict[str, object] = {"sessionId": exc.session_id, "force": args.force}
+    if args.turn is not None:
+        params["turn"] = args.turn
+    answer = ask_host(host, f"_rawtrio/{action}", params, exc, action)
+    if isinstance(answer, int):
+        return answer
+    if isinstance(answer, RemoteError):
+        if answer.code == RAWTRIO_ERROR and _kind(answer) == "UsageError":
+            # The host's `CheckpointError` (nothing to undo, content gone): a local run's
+            # message and exit code for it.
+            print(f"rawtrio {action}: {answer.message}", file=sys.stderr)
+            return ExitCode.ERROR
+        return host_refused(answer, action)
+    text = str(answer.get("text", ""))
+    if answer.get("applied") is not True:
+        print(text, file=sys.stderr)
+        return EXIT_CONFLICT
+    print(text)
+    return ExitCode.COMPLETED
+
+
+def host_holding(exc: SessionLocked) -> HostConnection | None:
+    """A connection to this state directory's host when the holder of `exc`'s session is
+    that host, of this version, with the session live in it: the host is asked to do the
+    operation. None otherwise (another process holds it, a host of another version, the
+    session not live there): the refusal stands."""
+    from rawtrio.cli.attaching import HANDSHAKE_TIMEOUT_S, find_host
+    from rawtrio.host.client import HostGone, ProtocolFault, RemoteError
+
+    if exc.pid is None:
+        return None
+    found = find_host(argparse.Namespace(), autostart=False, say=lambda _notice: None)
+    if found is None:
+        return None
+    conn, info = found
+    try:
+        if info.pid == exc.pid:
+            status = conn.request("_rawtrio/host/status", {}, timeout=HANDSHAKE_TIMEOUT_S)
+            live = status.get("sessions", []) if isinstance(status, dict) else []
+            if any(isinstance(s, dict) and s.get("id") == exc.session_id for s in live):
+                return conn
+    except (HostGone, ProtocolFault, RemoteError, TimeoutError):
+        pass  # not a host to ask: the refusal stands
+    conn.close()
+    return None
+
+
+def ask_host(
+    host: HostConnection,
+    method: str,
+    params: dict[str, object],
+    exc: SessionLocked,
+    action: str,
+) -> dict[str, object] | RemoteError | int:
+    """The host's answer to `method`, its error, or (having said why) the exit code when
+    the host went away or broke the protocol before answering."""
+    from rawtrio.host.client import HostGone, ProtocolFault, RemoteError
+
+    try:
+        answer = host.request(method, params)
+    except RemoteError as error:
+        return error
+    except (HostGone, ProtocolFault) as error:
+        print(
+            f"rawtrio {action}: the host (pid {exc.pid}) did not answer ({error}); "
+            f"see what was done with `rawtrio {action} --list`",
+            file=sys.stderr,
+        )
+        return ExitCode.ERROR
+    if not isinstance(answer, dict):
+        print(f"rawtrio {action}: the host answered {answer!r}", file=sys.stderr)
+        return ExitCode.ERROR
+    return answer
+
+
+def host_refused(error: RemoteError, action: str) -> int:
+    """A host's refusal, said as a local run says its errors: a turn running there is a
+    lease conflict (exit 5), an error a local run would raise exits with its code."""
+    from rawtrio.host.client import TURN_IN_PROGRESS
+
+    if error.code == TURN_IN_PROGRESS:
+        print(f"rawtrio {action}: {error.message}", file=sys.stderr)
+        return ExitCode.SESSION_LOCKED
+    if error.exit_code is not None:
+        print(f"rawtrio: {error.message}", file=sys.stderr)
+        return error.exit_code
+    print(f"rawtrio {action}: the host refused: {error}", file=sys.stderr)
+    return ExitCode.ERROR
+
+
+def _kind(error: RemoteError) -> object:
+    return error.data.get("kind") if isinstance(error.data, dict) else None
 
 
 def locked_text(exc: SessionLocked, action: str) -> str:

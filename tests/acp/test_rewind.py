@@ -10,8 +10,8 @@ import os
 import time
 from typing import Any
 
+from rawtrio.checkpoints.store import CheckpointStore
 from rawtrio.errors import SessionLocked
-from rawtrio.host.paths import read_registration
 from rawtrio.store.lease import Leases
 from tests.checkpoints.helpers import picture
 from tests.checkpoints.rewind_support import PROMPTS, make_small_project, scenario_three_turns
@@ -22,6 +22,16 @@ from tests.host.test_attach_acp import Editor
 
 __all__ = ["base_url", "host", "model", "place"]  # the host fixtures, with this SCENARIO
 SCENARIO = scenario_three_turns()
+SCENARIO["rules"].insert(
+    0,
+    {
+        "match": "sleep a while",
+        "replies": [
+            {"tool_calls": [{"name": "bash", "arguments": {"command": "sleep 30"}}]},
+            {"text": "slept"},
+        ],
+    },
+)
 
 
 def exported(place: Place, sid: str) -> dict[str, Any]:
@@ -122,30 +132,87 @@ def test_rewind_over_acp_with_a_conflict_then_forced(place: Place, host: HostPro
         client.close()
 
 
-def test_undo_and_rewind_never_change_a_session_open_in_another_process(
+def test_shell_undo_redo_and_rewind_of_a_session_live_in_the_host_go_through_it(
     place: Place, host: HostProcess
 ) -> None:
-    """Live in the host, the shell's `rawtrio undo` / `rewind` are refused naming the host;
-    held by another process, the host's own `_rawtrio/rewind` is refused (exit code 5)."""
+    """Live in the host (which holds its lease), the shell's `rawtrio undo`, `redo` and
+    `rewind` are done by the host: the output and exit codes of a local run, the files
+    restored, the conversation as it was; a turn running there is the host's refusal."""
     project = make_small_project(place.iso.cwd)
     client = Client.connect(place.paths.socket)
     client.initialize()
     sid = client.start(place, flags={"base_url": place.base_url})["sessionId"]
-    turn_id = client.result("_rawtrio/session/submit", {"sessionId": sid, "text": PROMPTS[0]})[
-        "turnId"
-    ]
-    ended = client.wait_until(lambda e: e["type"] == "turn_ended" and e["turn_id"] == turn_id)
-    assert ended["outcome"] == "completed", ended
+    pictures = []
+    for text in PROMPTS:
+        pictures.append(picture(project))
+        run_turn(client, sid, text)
     after = picture(project)
-    registration = read_registration(place.paths.registration)
-    assert registration is not None
-    for args in (("undo",), ("rewind", "--session", sid, "--to", "1")):
-        refused = place.rawtrio(*args)
-        assert refused.returncode == 5, (args, refused.stderr)
-        assert f"is open in another process (pid {registration.pid})" in refused.stderr
-        assert "the rawtrio host (`rawtrio serve`)" in refused.stderr
+    before = exported(place, sid)
+    sets = CheckpointStore(place.state / "checkpoints", project)
+
+    undone = place.rawtrio("undo")
+    assert undone.returncode == 0, undone.stderr
+    assert undone.stdout.startswith(f"undo checkpoint 3 of session {sid[:8]}"), undone.stdout
+    assert picture(project) == pictures[2]
+    assert [c.state for c in sets.change_sets(sid)] == ["applied", "applied", "undone"]
+    assert exported(place, sid)["context"] == before["context"]  # as after /undo
+    redone = place.rawtrio("redo")
+    assert redone.returncode == 0, redone.stderr
     assert picture(project) == after
 
+    (project / "a.txt").write_text("changed outside\n")  # since turn 3
+    outside = picture(project)
+    conflict = place.rawtrio("undo", "--session", sid[:8], "--turn", "3")
+    assert conflict.returncode == 6, conflict.stderr
+    assert "a.txt" in conflict.stderr
+    assert conflict.stdout == ""
+    assert picture(project) == outside  # nothing written
+    forced = place.rawtrio("undo", "--session", sid[:8], "--turn", "3", "--force")
+    assert forced.returncode == 0, forced.stderr
+    assert picture(project) == pictures[2]
+
+    turn_id = client.result("_rawtrio/session/submit", {"sessionId": sid, "text": "sleep a while"})[
+        "turnId"
+    ]
+    client.wait_until(lambda e: e["type"] == "tool_call_started" and e["turn_id"] == turn_id)
+    for args in (("redo",), ("rewind", "--to", "1")):
+        busy = place.rawtrio(*args)
+        assert busy.returncode == 5, (args, busy.stderr)
+        assert "a turn is running; cancel it first to" in busy.stderr
+    assert picture(project) == pictures[2]
+    client.notify("_rawtrio/session/cancel", {"sessionId": sid})
+    client.wait_until(lambda e: e["type"] == "turn_ended" and e["turn_id"] == turn_id)
+
+    rewound = place.rawtrio("rewind", "--to", "2")
+    assert rewound.returncode == 0, rewound.stderr
+    fork = rewound.stdout.strip()
+    assert fork
+    assert fork != sid
+    assert rewound.stderr.startswith("rewound to prompt 2: conversation forked as"), rewound.stderr
+    assert picture(project) == pictures[1]
+    assert user_texts(exported(place, fork)) == ["first change"]
+    missing = place.rawtrio("rewind", "--session", sid, "--to", "9")
+    assert missing.returncode == 2, missing.stderr
+    assert "no prompt 9: the session has prompts 1 to" in missing.stderr
+    client.close()
+
+
+def run_turn(client: Client, sid: str, text: str) -> None:
+    turn_id = client.result("_rawtrio/session/submit", {"sessionId": sid, "text": text})["turnId"]
+    ended = client.wait_until(lambda e: e["type"] == "turn_ended" and e["turn_id"] == turn_id)
+    assert ended["outcome"] == "completed", ended
+
+
+def test_the_hosts_rewind_never_changes_a_session_open_in_another_process(
+    place: Place, host: HostProcess
+) -> None:
+    """Held by another process, the host's own `_rawtrio/rewind` is refused (exit code 5)."""
+    project = make_small_project(place.iso.cwd)
+    client = Client.connect(place.paths.socket)
+    client.initialize()
+    sid = client.start(place, flags={"base_url": place.base_url})["sessionId"]
+    run_turn(client, sid, PROMPTS[0])
+    after = picture(project)
     client.close()  # the host closes the idle session once no front end is left on it
     leases = Leases(place.state / "sessions.db")
     deadline = time.monotonic() + LIVENESS_S
