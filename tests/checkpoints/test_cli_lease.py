@@ -5,19 +5,28 @@ and the commands run as real processes beside it."""
 from __future__ import annotations
 
 import functools
+import json
 import os
+import subprocess
+import sys
+import time
 from pathlib import Path
 
+import pytest
 import trio
 
+from rawtrio import __version__
 from rawtrio.app.choice import writer_lease
 from rawtrio.checkpoints.store import CheckpointStore
 from rawtrio.contracts import TurnOutcome
+from rawtrio.host.paths import PROTOCOL, Registration, host_paths
 from rawtrio.store.sqlite import SqliteStore
 from tests.checkpoints.helpers import picture
 from tests.checkpoints.rewind_support import PROMPTS, make_small_project, scenario_three_turns
 from tests.checkpoints.test_cli_undo import rawtrio
 from tests.conftest import session_on
+from tests.host.fake_host import fake_host
+from tests.host.support import short_runtime_dir
 
 
 async def test_undo_and_rewind_of_a_session_open_elsewhere_are_refused_with_exit_5(
@@ -89,3 +98,70 @@ async def test_a_session_opened_in_the_runtime_meanwhile_keeps_the_lease(tmp_pat
         ended = await reopened.run_turn(PROMPTS[0])
         assert ended.outcome is TurnOutcome.COMPLETED
         assert [e.type for e in await store.events_since(session.id, 0)][-1] == "turn_ended"
+
+
+@pytest.mark.parametrize(
+    ("version", "pid_is_holder", "says"),
+    [
+        # A host of another version holds it: the refusal naming the host, as before.
+        ("0.0.1", True, "the rawtrio host (`rawtrio serve`); use /undo in a chat attached to it"),
+        # A host of this version runs, but another process (this one) holds the session.
+        (__version__, False, "use /undo there, or close it first"),
+    ],
+)
+async def test_a_host_that_is_not_the_holder_or_of_another_version_is_not_asked(
+    tmp_path: Path, version: str, pid_is_holder: bool, says: str
+) -> None:
+    """Only the host that holds the session, of this version, is asked to undo: otherwise
+    the command says nothing more than the refusal (exit 5), and the host hears nothing
+    after the handshake (the client hangs up)."""
+    project = make_small_project(tmp_path / "p")
+    state = tmp_path / "state"
+    with short_runtime_dir() as runtime_dir:
+        env = {**os.environ, "RAWTRIO_STATE_DIR": str(state), "XDG_RUNTIME_DIR": str(runtime_dir)}
+        paths = host_paths(state, env)
+        pid = os.getpid() if pid_is_holder else 777
+        state.mkdir(parents=True)
+        started = time.time()
+        registration = Registration(pid, version, PROTOCOL, str(paths.socket), started)
+        paths.registration.write_text(json.dumps(registration.to_json()), "utf-8")
+        async with (
+            SqliteStore(state / "sessions.db") as store,
+            session_on(
+                scenario_three_turns(),
+                "anthropic",
+                project,
+                store=store,
+                checkpoint_dir=state / "checkpoints",
+            ) as (session, _s, _),
+        ):
+            await session.run_turn(PROMPTS[0])
+            after = picture(project)
+            with fake_host(paths.socket) as host:
+
+                def undo() -> subprocess.CompletedProcess[str]:
+                    return subprocess.run(
+                        [sys.executable, "-m", "rawtrio", "undo"],
+                        cwd=project,
+                        env=env,
+                        capture_output=True,
+                        text=True,
+                        timeout=60,
+                    )
+
+                heard: list[dict[str, object] | None] = []
+
+                def serve() -> None:
+                    peer = host.accept()
+                    peer.handshake(version=version, pid=pid)
+                    heard.append(peer.read())  # None: the client hung up, asking nothing
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(functools.partial(trio.to_thread.run_sync, serve))
+                    refused = await trio.to_thread.run_sync(undo)
+            assert refused.returncode == 5, refused.stderr
+            assert says in refused.stderr
+            assert "running here instead" not in refused.stderr
+            assert refused.stdout == ""
+            assert heard == [None]
+            assert picture(project) == after
