@@ -396,6 +396,28 @@ def test_the_header_renames_the_session_and_sets_its_mode(
     assert (detail["title"], detail["mode"]) == ("renamed from the page", "plan")
 
 
+def test_a_title_being_typed_survives_the_page_redrawing(
+    dashboard: Dashboard, browser: BrowserContext
+) -> None:
+    """The rename box keeps what the user typed when the page redraws before Enter (the
+    session list refreshes every few seconds; any event redraws it). It used to be reset
+    to the stored title by the redraw, so Enter renamed the session to its old title."""
+    page = open_page(browser, dashboard)
+    send_prompt(page, "hello there")
+    wait_turn_ended(page)
+    page.locator("h2.title").dblclick()
+    title = page.get_by_label("Session title")
+    title.fill("typed before a redraw")
+    # Another front end changes the mode: its event redraws the page mid-edit.
+    dashboard.api("POST", f"/api/sessions/{current_session(page)}/mode", {"mode": "plan"})
+    page.locator('[data-kind="mode"]', has_text="plan").wait_for()
+    expect(title).to_have_value("typed before a redraw")
+    title.press("Enter")
+    expect(page.locator("h2.title")).to_have_text("typed before a redraw")
+    detail = dashboard.api("GET", f"/api/sessions/{current_session(page)}")
+    assert detail["title"] == "typed before a redraw"
+
+
 def test_a_long_session_opens_at_its_end_and_pages_back_on_demand(
     place: Place, browser: BrowserContext
 ) -> None:

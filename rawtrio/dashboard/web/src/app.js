@@ -104,6 +104,8 @@ export class App extends Component {
       error: null,
       usage: null,
       draft: "",
+      /** the title being typed in the header, or null when not renaming */
+      renaming: null,
     };
     this.open = null;
     /** a session to open once started (named in the URL) */
@@ -333,11 +335,17 @@ export class App extends Component {
     }
   }
 
-  async rename() {
-    const input = this.renameInput;
-    if (!input || !this.open) return;
-    const title = input.value.trim();
-    this.setState({ renaming: false });
+  startRename() {
+    if (this.open && this.open.detail) this.setState({ renaming: this.open.detail.title || "" });
+  }
+
+  /** Ends the title edit (Enter or leaving the box) with what the box holds. The text being
+   * typed lives in `state.renaming`, so a redraw mid-edit (an event, the list's refresh)
+   * never resets it to the stored title. */
+  async rename(value) {
+    if (this.state.renaming === null || !this.open) return;
+    const title = value.trim();
+    this.setState({ renaming: null });
     if (!title) return;
     try {
       this.open.detail = await api.rename(this.open.id, title);
@@ -385,11 +393,12 @@ export class App extends Component {
         <header class="head">
           ${s && s.detail ? html`
             <div class="title-row">
-              ${renaming ? html`
-                <input class="rename" ref=${(el) => { this.renameInput = el; if (el) el.focus(); }}
-                       value=${s.detail.title} onKeyDown=${(e) => { if (e.key === "Enter") this.rename(); if (e.key === "Escape") this.setState({ renaming: false }); }}
-                       onBlur=${() => this.rename()} aria-label="Session title" />`
-                : html`<h2 class="title" onDblClick=${() => this.setState({ renaming: true })} title="Double-click to rename">${s.detail.title || "untitled"}</h2>`}
+              ${renaming !== null ? html`
+                <input class="rename" ref=${(el) => { if (el && document.activeElement !== el) el.focus(); }}
+                       value=${renaming} onInput=${(e) => this.setState({ renaming: e.target.value })}
+                       onKeyDown=${(e) => { if (e.key === "Enter") this.rename(e.target.value); if (e.key === "Escape") this.setState({ renaming: null }); }}
+                       onBlur=${(e) => this.rename(e.target.value)} aria-label="Session title" />`
+                : html`<h2 class="title" onDblClick=${() => this.startRename()} title="Double-click to rename">${s.detail.title || "untitled"}</h2>`}
               <span class=${`conn conn-${conn}`} data-part="connection" title=${s.connectionDetail}>${
                 conn === "open" ? (s.live ? (running ? "running" : "live") : "stored") : conn}</span>
               <span class="model">${(t && t.model) || s.detail.model || ""}</span>
