@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from rawtrio.checkpoints.rewind import Prompt, What
     from rawtrio.checkpoints.store import CheckpointStore
     from rawtrio.store.base import SessionRecord
-    from rawtrio.tui.host import ChatHost
+    from rawtrio.tui.host import ChatHost, ChatOptions
 
 Handler = Callable[["ChatHost", str], Awaitable[None]]
 #: Sessions the picker lists at most.
@@ -95,11 +95,16 @@ async def _switch(
             opened, notices = await make(cwd)
         else:
             opened = options.in_directory(cwd)
+    else:
+        opened, notices = await _where_launched(app, options)
     await app.leave_session()
     app.transcript.clear()
     if record is None:
-        session = await runtime.create_session(options)
+        app.options = opened  # later new sessions start there too, resolved once
+        session = await runtime.create_session(opened)
         await app.attach(session, created=True, show_history=False)
+        for notice in notices:
+            app.transcript.note(f"  rawtrio: {notice}", "warning")
         app.transcript.note(f"  new session {session.id}", "dim")
         return
     source = record.id
@@ -112,6 +117,22 @@ async def _switch(
     if not quiet:  # the caller says what happened
         what = f"forked {record.id} as" if fork else "resumed"
         app.transcript.note(f"  {what} session {session.id}", "dim")
+
+
+async def _where_launched(
+    app: ChatHost, options: ChatOptions
+) -> tuple[ChatOptions, tuple[str, ...]]:
+    """The options of a new session (and their configuration notices): in the directory
+    rawtrio was launched in. After `rawtrio --resume ID` run elsewhere the chat's options
+    are the resumed session's directory's, which apply to that session only."""
+    home = app.setup.launch_dir
+    if home is None or options.cwd == home:
+        return options, ()
+    make = app.setup.options_for_cwd
+    if make is None:
+        return options.in_directory(home), ()
+    found: tuple[ChatOptions, tuple[str, ...]] = await make(home)
+    return found
 
 
 async def _resume(app: ChatHost, arg: str) -> None:

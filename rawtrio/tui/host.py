@@ -140,6 +140,11 @@ class ChatSetup:
     #: options and the configuration notices). None (attached to a host, which resolves
     #: them there): the chat's options moved with `in_directory`.
     options_for_cwd: Callable[[Path], Any] | None = None
+    #: The directory rawtrio was launched in (`--cwd`, else the current one): `/new` and
+    #: `/agent NAME` start their sessions there, also after `rawtrio --resume ID` opened a
+    #: session of another directory (whose configuration applies to that session only).
+    #: None: where `options` say.
+    launch_dir: Path | None = None
 
 
 class ChatHost(Protocol):

@@ -199,3 +199,45 @@ def test_the_line_chats_trust_question_for_resume_names_the_sessions_project(
     asked = capsys.readouterr().out
     assert "files that run code or grant permissions" in asked
     assert ".claude/settings.json" in asked
+
+
+async def test_new_after_resume_at_start_starts_where_rawtrio_was_launched(
+    home: Path,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`rawtrio --resume ID` from another directory, then `/new` (and `/agent NAME`): the
+    new session works in the directory rawtrio was launched in, under that directory's
+    configuration; the resumed session's directory applied to that session only."""
+    config = home / "user.toml"
+    config.write_text(USER)
+    project, here = home / "project", home / "here"
+    project.mkdir()
+    here.mkdir()
+    deny_writes_to(project, "mine.txt")
+    deny_writes_to(here, "theirs.txt")
+    monkeypatch.chdir(here)
+    argv = ["--config", str(config)]
+    async with open_app(build_parser().parse_args([*argv, "--cwd", str(project)])) as made:
+        sid = (await made.start_session(Choice())).id
+    async with booted_chat([*argv, "--resume", sid]) as app:
+        resumed = app.session
+        assert resumed is not None
+        assert resumed.id == sid
+        assert resumed.cwd == project
+        await run_command(app, "/new")
+        made_new = app.session
+        await run_command(app, "/agent default")
+        with_agent = app.session
+    for session in (made_new, with_agent):
+        assert isinstance(session, Session)
+        assert session.id != sid
+        assert session.cwd == here
+        rules = session.options.permission_rules
+
+        def effect(name: str, rules: Any = rules) -> Effect:
+            given = {"path": str(here / name), "content": ""}
+            return evaluate(rules, "write_file", given, read_only=False).effect
+
+        assert effect("theirs.txt") is Effect.DENY  # the launch directory's rule
+        assert effect("mine.txt") is not Effect.DENY  # the resumed session's: not
+    assert made_new is not with_agent
