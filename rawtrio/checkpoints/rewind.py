@@ -36,11 +36,21 @@ from rawtrio.checkpoints.restore import (
 from rawtrio.errors import UsageError
 
 if TYPE_CHECKING:
+    from rawtrio.checkpoints.model import ChangeSet
     from rawtrio.checkpoints.store import CheckpointStore
     from rawtrio.store.base import SessionRecord
 
 What = Literal["both", "conversation", "files"]
 WHATS: Final[tuple[What, ...]] = ("both", "conversation", "files")
+#: How the chats offer each choice once a prompt is picked ("what goes back?").
+WHAT_LABELS: Final[dict[What, str]] = {
+    "both": "files and conversation",
+    "conversation": "conversation only (the files stay as they are)",
+    "files": "files only (the conversation goes on)",
+}
+#: Prompts the chats' `/rewind` lists at most (the latest; `rawtrio rewind --list` shows
+#: every one).
+LISTED: Final = 20
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +82,27 @@ def pick(prompts: Sequence[Prompt], number: int) -> Prompt:
     if not 1 <= number <= len(prompts):
         raise UsageError(f"no prompt {number}: the session has prompts 1 to {len(prompts)}")
     return prompts[number - 1]
+
+
+def prompt_label(prompt: Prompt, change_sets: Sequence[ChangeSet], width: int = 50) -> str:
+    """A prompt as the chats' `/rewind` lists it: its first line, quoted, and what its
+    turn changed that is not undone."""
+    mine = [
+        c.summary() for c in change_sets if c.state == "applied" and c.turn_id == prompt.turn_id
+    ]
+    return f"{prompt.label(width)!r}" + (f"  ({'; '.join(mine)})" if mine else "")
+
+
+def choices(
+    prompts: Sequence[Prompt], change_sets: Sequence[ChangeSet], prompt: Prompt
+) -> list[What]:
+    """What the chats offer to take back to just before `prompt`: the files (with the
+    conversation, or alone) only when a turn from that prompt on changed files that are
+    not undone yet; the conversation always."""
+    later = {p.turn_id for p in prompts[prompt.number - 1 :]}
+    if any(c.state == "applied" and c.turn_id in later for c in change_sets):
+        return ["both", "conversation", "files"]
+    return ["conversation"]
 
 
 def plan_files(

@@ -11,6 +11,8 @@ The chat is stored like every session (in the state directory, `rawtrio.app.open
 picked up again with `--continue` or `--resume ID` (optionally `--fork`ed), here or with
 `rawtrio -p`; a resumed chat starts by showing its last turns. A new chat left without a
 single message is deleted on the way out, so it never becomes what `--continue` finds.
+A `/rewind` of the conversation goes on in the fork it made (`_rewind`): the chat closes
+the session it was in (left as it was) and prints the fork's events from then on.
 """
 
 from __future__ import annotations
@@ -26,8 +28,8 @@ from typing import TextIO
 import trio
 
 from rawtrio import events as ev
-from rawtrio.app import Choice, open_app
-from rawtrio.cli.repl_commands import diff_text, memory_text, restore_text
+from rawtrio.app import App, Choice, open_app
+from rawtrio.cli.repl_commands import Ask, diff_text, memory_text, restore_text, rewind_session
 from rawtrio.cli.sessions import fail, render_history
 from rawtrio.cli.signals import Interrupted, SignalLatch
 from rawtrio.context.accounting import describe as describe_usage
@@ -116,9 +118,11 @@ async def run(args: argparse.Namespace, choice: Choice) -> int:
     try:
         async with open_app(args, notify=_say_notice) as app:
             session = await app.start_session(choice)
-            exit_code = await _chat(session, resumed=not choice.new)
-            await session.close("leaving the chat")
-            await _forget_if_empty(app.runtime, session.id, created=choice.new)
+            exit_code, left = await _chat(app, session, resumed=not choice.new)
+            await left.close("leaving the chat")
+            # A fork `/rewind` switched to is kept even without a message (it was asked for).
+            created = choice.new and left is session
+            await _forget_if_empty(app.runtime, left.id, created=created)
     except RawtrioError as exc:
         return fail(exc)
     return exit_code
@@ -137,7 +141,9 @@ async def _forget_if_empty(runtime: Runtime, session_id: str, *, created: bool) 
     sys.stdout.write(f"session {session_id} — resume it with: rawtrio --resume {session_id}\n")
 
 
-async def _chat(session: Session, *, resumed: bool) -> int:
+async def _chat(app: App, session: Session, *, resumed: bool) -> tuple[int, Session]:
+    """The chat until the user leaves; the exit code and the session it ended in (another
+    than `session` after `/rewind` forked the conversation)."""
     out = sys.stdout
     options = session.options
     if resumed:
@@ -166,7 +172,7 @@ async def _chat(session: Session, *, resumed: bool) -> int:
                     return
 
             nursery.start_soon(leave_on_sigterm)
-            nursery.start_soon(_render, session)
+            rendering: trio.CancelScope = await nursery.start(_render, session)
             last_idle_sigint = -DOUBLE_CTRL_C_S
             pending_line: trio.MemoryReceiveChannel[str | None]
             send, pending_line = trio.open_memory_channel[str | None](0)
@@ -205,6 +211,13 @@ async def _chat(session: Session, *, resumed: bool) -> int:
                         undo = name == "/undo"
                         out.write(await restore_text(session, arg.strip(), undo=undo, ask=ask))
                         out.write("\n")
+                    elif name == "/rewind":
+                        fork = await _rewind(app.runtime, session, arg.strip(), ask)
+                        if fork is not None:  # the chat goes on in the fork
+                            rendering.cancel(reason="switching to the fork")
+                            left, session = session, fork
+                            await left.close("rewound into a fork")
+                            rendering = await nursery.start(_render, session)
                     elif name == "/diff":
                         out.write(await diff_text(session, arg.strip()) + "\n")
                     elif command == "/memory":
@@ -215,7 +228,29 @@ async def _chat(session: Session, *, resumed: bool) -> int:
                     out.write(f"rawtrio: {exc}\n")
             nursery.cancel_scope.cancel(reason="leaving the chat")
     out.write("\n")
-    return exit_code
+    return exit_code, session
+
+
+async def _rewind(runtime: Runtime, session: Session, arg: str, ask: Ask) -> Session | None:
+    """`/rewind [N [what]]` (`repl_commands.rewind_session`); a refusal is said, naming
+    what was wrong. The fork the conversation was rewound into, opened (None: the chat
+    stays in `session`)."""
+    out = sys.stdout
+    try:
+        text, result = await rewind_session(session, runtime, arg, ask)
+    except RawtrioError as exc:
+        out.write(f"/rewind: {exc}\n")
+        return None
+    out.write(text + "\n")
+    if result is None or result.session_id is None:
+        return None
+    fork = await runtime.open_session(result.session_id, session.options)  # the same folder
+    out.write(
+        f"the chat goes on in session {fork.id}; {session.id} is left as it was "
+        f"(rawtrio --resume {session.id} goes back to it)\n"
+        f"prompt {result.prompt.number} was: {result.prompt.text}\n"
+    )
+    return fork
 
 
 async def _turn(
@@ -324,10 +359,15 @@ async def _feed(stream: trio.lowlevel.FdStream, send: trio.MemorySendChannel[str
                 await send.send(line.decode(errors="replace"))
 
 
-async def _render(session: Session) -> None:
+async def _render(
+    session: Session, task_status: trio.TaskStatus[trio.CancelScope] = trio.TASK_STATUS_IGNORED
+) -> None:
+    """Print the session's events as they come, until the scope handed back is cancelled
+    (the chat switched sessions) or the chat ends."""
     out = sys.stdout
     view = TranscriptView(retain=False)
-    with session.subscribe() as sub:
+    with trio.CancelScope() as scope, session.subscribe() as sub:
+        task_status.started(scope)
         async for event in sub:
             for change in view.apply(event):
                 _print_change(change, out)

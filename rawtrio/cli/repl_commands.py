@@ -1,9 +1,12 @@
-"""The line-mode chat's file commands: `/undo [N]`, `/redo [N]`, `/diff [N]`, `/memory`.
+"""The line-mode chat's file commands: `/undo [N]`, `/redo [N]`, `/diff [N]`, `/rewind [N]`,
+`/memory`.
 
 The same operations as the terminal chat's (docs/checkpoints.md), printed as plain text:
 the checkpoint store of the session's folder is read and written in a worker thread; a
 file changed outside rawtrio since the turn is never overwritten without the user's `y`
-(`ask` reads the answer from the next line typed).
+(`ask` reads the answer from the next line typed). Where the terminal chat opens a picker,
+the line chat prints a numbered list and takes the next line typed as the answer; an empty
+line, anything else, Ctrl-C or the end of input chooses nothing.
 """
 
 from __future__ import annotations
@@ -11,11 +14,15 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import trio
 
 from rawtrio.errors import UsageError
 from rawtrio.runtime import Session
+
+if TYPE_CHECKING:
+    from rawtrio.checkpoints.rewind import Forker, RewindResult, What
 
 #: Asks a question and returns the line typed in answer (None: end of input or Ctrl-C).
 Ask = Callable[[str], Awaitable[str | None]]
@@ -108,3 +115,80 @@ async def diff_text(session: Session, arg: str) -> str:
             raise UsageError(f"this session has no checkpoint {number}")
         raise UsageError("no turn of this session has changed files yet")
     return text
+
+
+async def rewind_session(
+    session: Session, runtime: Forker, arg: str, ask: Ask
+) -> tuple[str, RewindResult | None]:
+    """`/rewind [N [both|conversation|files]]`: take the session back to just before one of
+    its prompts, as the terminal chat's `/rewind` does (`rawtrio.checkpoints.rewind`).
+    Without N the prompts are listed and the next line picks one; without what goes back,
+    the choices are listed the same way. Files changed outside rawtrio since are listed
+    and written over only when the answer is y. Returns the text to show and the result
+    (None: nothing was done); the caller switches the chat to a conversation's fork."""
+    from rawtrio.checkpoints import rewind
+
+    number, what = _rewind_args(arg)
+    prompts = rewind.prompts_of(await session.events_since(0))
+    if not prompts:
+        raise UsageError("no prompt to rewind to yet")
+    checkpoints = session.checkpoints
+    store = checkpoints.store if checkpoints is not None else None
+    sets = [] if store is None else await trio.to_thread.run_sync(store.change_sets, session.id)
+    if number is None:
+        shown = prompts[-rewind.LISTED :]
+        title = "/rewind: back to just before which prompt?"
+        if len(shown) < len(prompts):
+            title += f" (the last {len(shown)} of {len(prompts)}; /rewind N takes any)"
+        lines = [title, *(f"  {p.number}. {rewind.prompt_label(p, sets)}" for p in shown)]
+        lines.append("type its number (anything else: nothing)")
+        answer = (await ask("\n".join(lines)) or "").strip()
+        if not answer.isdigit():
+            return "/rewind: nothing was done", None
+        number = int(answer)
+    prompt = rewind.pick(prompts, number)
+    if what is None:
+        whats = rewind.choices(prompts, sets, prompt)
+        lines = [f"/rewind to prompt {prompt.number}: what goes back?"]
+        lines += [f"  {n}. {rewind.WHAT_LABELS[w]}" for n, w in enumerate(whats, 1)]
+        lines.append("type its number (anything else: nothing)")
+        answer = (await ask("\n".join(lines)) or "").strip()
+        if not answer.isdigit() or not 1 <= int(answer) <= len(whats):
+            return "/rewind: nothing was done", None
+        what = whats[int(answer) - 1]
+    force = False
+    while True:
+        try:
+            result = await rewind.rewind(
+                runtime, store, session.id, prompts, prompt.number, what, force=force
+            )
+        except OSError as exc:
+            raise UsageError(f"could not restore the files: {exc}") from None
+        if result.applied or result.session_id is not None:
+            return result.describe(), result
+        lines = [f"/rewind: {len(result.conflicts)} file(s) changed outside rawtrio since:"]
+        lines += [f"  {c.describe()}" for c in result.conflicts]
+        lines.append("overwrite them? y = yes, anything else does nothing")
+        if (await ask("\n".join(lines)) or "").strip().lower() not in ("y", "yes"):
+            return "/rewind: nothing was done", None
+        force = True
+
+
+def _rewind_args(arg: str) -> tuple[int | None, What | None]:
+    """N and what goes back, from `/rewind [N [both|conversation|files]]`."""
+    from rawtrio.checkpoints.rewind import WHATS
+
+    words = arg.split()
+    if len(words) > 2:
+        raise UsageError(f"too many words in {arg!r}: /rewind [N [both|conversation|files]]")
+    if not words:
+        return None, None
+    first = words[0]
+    if not first.isdigit() or int(first) < 1:
+        raise UsageError(f"N is a prompt number (1, 2, …), got {first!r}")
+    if len(words) == 1:
+        return int(first), None
+    what = next((w for w in WHATS if w == words[1]), None)
+    if what is None:
+        raise UsageError(f"what goes back is one of {', '.join(WHATS)}; got {words[1]!r}")
+    return int(first), what

@@ -28,8 +28,6 @@ if TYPE_CHECKING:
 Handler = Callable[["ChatHost", str], Awaitable[None]]
 #: Sessions the picker lists at most.
 PICKER_LIMIT = 50
-#: Prompts `/rewind` lists at most (the latest; `rawtrio rewind --list` shows every one).
-REWIND_LIMIT = 20
 
 
 async def run_command(app: ChatHost, text: str) -> None:
@@ -343,12 +341,7 @@ async def _rewind(app: ChatHost, arg: str) -> None:
         return
     store = CheckpointStore(checkpoints_root(), session.cwd)
     sets = await trio.to_thread.run_sync(store.change_sets, session.id)
-    applied = [c for c in sets if c.state == "applied"]
     sid = session.id
-
-    def label(p: rewind.Prompt) -> str:
-        mine = [c.summary() for c in applied if c.turn_id == p.turn_id]
-        return f"{p.label(50)!r}" + (f"  ({'; '.join(mine)})" if mine else "")
 
     async def run(number: int, what: rewind.What, force: bool = False) -> None:
         try:
@@ -357,25 +350,18 @@ async def _rewind(app: ChatHost, arg: str) -> None:
             app.transcript.note(f"  /rewind: {exc}", "error")
         app.refresh_status()
 
-    shown = prompts[-REWIND_LIMIT:]
+    shown = prompts[-rewind.LISTED :]
 
     def prompt_chosen(index: int) -> None:
         if index >= len(shown):
             return
         prompt = shown[index]
-        later = {p.turn_id for p in prompts[prompt.number - 1 :]}
-        files = any(c.turn_id in later for c in applied)
-        whats: list[rewind.What] = ["both", "conversation", "files"] if files else ["conversation"]
-        names = {
-            "both": "files and conversation",
-            "conversation": "conversation only (the files stay as they are)",
-            "files": "files only (the conversation goes on)",
-        }
+        whats = rewind.choices(prompts, sets, prompt)
         title = f"/rewind to prompt {prompt.number}: what goes back? (Esc: nothing)"
         app.open_picker(
             ChoicePicker(
                 title,
-                [*(names[w] for w in whats), "nothing"],
+                [*(rewind.WHAT_LABELS[w] for w in whats), "nothing"],
                 lambda i: (
                     app.nursery.start_soon(run, prompt.number, whats[i]) if i < len(whats) else None
                 ),
@@ -383,7 +369,7 @@ async def _rewind(app: ChatHost, arg: str) -> None:
         )
 
     title = "/rewind: back to just before which prompt? (Esc: nothing)"
-    labels = [label(p) for p in shown]
+    labels = [rewind.prompt_label(p, sets) for p in shown]
     if len(shown) < len(prompts):  # the list's own numbers are not the prompts' then
         title = f"/rewind: back to just before which prompt? (the last {len(shown)})"
         labels = [f"prompt {p.number}: {text}" for p, text in zip(shown, labels, strict=True)]
