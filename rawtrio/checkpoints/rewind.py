@@ -93,6 +93,25 @@ def prompt_label(prompt: Prompt, change_sets: Sequence[ChangeSet], width: int = 
     return f"{prompt.label(width)!r}" + (f"  ({'; '.join(mine)})" if mine else "")
 
 
+def command_args(arg: str) -> tuple[int | None, What | None]:
+    """The chats' `/rewind [N [both|conversation|files]]`: the prompt number and what goes
+    back (None: not given, the chat asks). `UsageError` naming what is wrong."""
+    words = arg.split()
+    if len(words) > 2:
+        raise UsageError(f"too many words in {arg!r}: /rewind [N [both|conversation|files]]")
+    if not words:
+        return None, None
+    first = words[0]
+    if not first.isdigit() or int(first) < 1:
+        raise UsageError(f"N is a prompt number (1, 2, …), got {first!r}")
+    if len(words) == 1:
+        return int(first), None
+    what = next((w for w in WHATS if w == words[1]), None)
+    if what is None:
+        raise UsageError(f"what goes back is one of {', '.join(WHATS)}; got {words[1]!r}")
+    return int(first), what
+
+
 def choices(
     prompts: Sequence[Prompt], change_sets: Sequence[ChangeSet], prompt: Prompt
 ) -> list[What]:

@@ -22,7 +22,7 @@ from rawtrio.errors import UsageError
 from rawtrio.runtime import Session
 
 if TYPE_CHECKING:
-    from rawtrio.checkpoints.rewind import Forker, RewindResult, What
+    from rawtrio.checkpoints.rewind import Forker, RewindResult
 
 #: Asks a question and returns the line typed in answer (None: end of input or Ctrl-C).
 Ask = Callable[[str], Awaitable[str | None]]
@@ -128,7 +128,7 @@ async def rewind_session(
     (None: nothing was done); the caller switches the chat to a conversation's fork."""
     from rawtrio.checkpoints import rewind
 
-    number, what = _rewind_args(arg)
+    number, what = rewind.command_args(arg)
     prompts = rewind.prompts_of(await session.events_since(0))
     if not prompts:
         raise UsageError("no prompt to rewind to yet")
@@ -172,23 +172,3 @@ async def rewind_session(
         if (await ask("\n".join(lines)) or "").strip().lower() not in ("y", "yes"):
             return "/rewind: nothing was done", None
         force = True
-
-
-def _rewind_args(arg: str) -> tuple[int | None, What | None]:
-    """N and what goes back, from `/rewind [N [both|conversation|files]]`."""
-    from rawtrio.checkpoints.rewind import WHATS
-
-    words = arg.split()
-    if len(words) > 2:
-        raise UsageError(f"too many words in {arg!r}: /rewind [N [both|conversation|files]]")
-    if not words:
-        return None, None
-    first = words[0]
-    if not first.isdigit() or int(first) < 1:
-        raise UsageError(f"N is a prompt number (1, 2, …), got {first!r}")
-    if len(words) == 1:
-        return int(first), None
-    what = next((w for w in WHATS if w == words[1]), None)
-    if what is None:
-        raise UsageError(f"what goes back is one of {', '.join(WHATS)}; got {words[1]!r}")
-    return int(first), what

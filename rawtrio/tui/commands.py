@@ -323,10 +323,11 @@ async def _restore(app: ChatHost, arg: str, *, undo: bool, force: bool = False) 
 
 
 async def _rewind(app: ChatHost, arg: str) -> None:
-    """`/rewind`: pick an earlier prompt, then what goes back to just before it: the files
-    and the conversation, the conversation only, or the files only (docs/checkpoints.md).
-    The conversation is rewound into a fork the chat switches to, the prompt's text back
-    in the editor; the session itself is left as it was."""
+    """`/rewind [N [both|conversation|files]]`: pick an earlier prompt (or prompt N), then
+    what goes back to just before it (unless named): the files and the conversation, the
+    conversation only, or the files only (docs/checkpoints.md). The conversation is
+    rewound into a fork the chat switches to, the prompt's text back in the editor; the
+    session itself is left as it was."""
     _need_runtime(app)
     session = app.session
     if session is None:
@@ -335,6 +336,7 @@ async def _rewind(app: ChatHost, arg: str) -> None:
     from rawtrio.checkpoints import rewind
     from rawtrio.checkpoints.store import CheckpointStore, checkpoints_root
 
+    number, named = rewind.command_args(arg)
     prompts = rewind.prompts_of(await session.events_since(0))
     if not prompts:
         app.transcript.note("  /rewind: no prompt to rewind to yet")
@@ -350,12 +352,7 @@ async def _rewind(app: ChatHost, arg: str) -> None:
             app.transcript.note(f"  /rewind: {exc}", "error")
         app.refresh_status()
 
-    shown = prompts[-rewind.LISTED :]
-
-    def prompt_chosen(index: int) -> None:
-        if index >= len(shown):
-            return
-        prompt = shown[index]
+    def ask_what(prompt: rewind.Prompt) -> None:
         whats = rewind.choices(prompts, sets, prompt)
         title = f"/rewind to prompt {prompt.number}: what goes back? (Esc: nothing)"
         app.open_picker(
@@ -367,6 +364,19 @@ async def _rewind(app: ChatHost, arg: str) -> None:
                 ),
             )
         )
+
+    if number is not None:
+        prompt = rewind.pick(prompts, number)
+        if named is not None:
+            await run(prompt.number, named)
+        else:
+            ask_what(prompt)
+        return
+    shown = prompts[-rewind.LISTED :]
+
+    def prompt_chosen(index: int) -> None:
+        if index < len(shown):
+            ask_what(shown[index])
 
     title = "/rewind: back to just before which prompt? (Esc: nothing)"
     labels = [rewind.prompt_label(p, sets) for p in shown]
@@ -456,7 +466,10 @@ COMMANDS: dict[str, tuple[Handler, str]] = {
     "/memory": (_memory, "the AGENTS.md / CLAUDE.md files loaded for this folder"),
     "/undo": (_undo, "put back the files the last turn changed (or checkpoint N)"),
     "/redo": (_redo, "re-apply what /undo put back"),
-    "/rewind": (_rewind, "back to just before an earlier prompt: files and/or conversation"),
+    "/rewind": (
+        _rewind,
+        "back to just before an earlier prompt (or prompt N): files and/or conversation",
+    ),
     "/diff": (_diff, "what the last turn changed, as a diff (or checkpoint N)"),
     "/clear": (_clear, "clear the screen (the session stays as it is)"),
     "/demo": (_demo, "an offline demo against the built-in fake model"),

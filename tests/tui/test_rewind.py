@@ -122,12 +122,12 @@ def test_rewind_asks_about_an_outside_change_and_conversation_only_keeps_the_fil
         assert picture(iso.cwd) == outside
         assert len(sessions(iso)) == 1
 
-        pane.type("/rewind")
+        pane.type("/rewind 9")
         pane.keys("Enter")
-        pane.wait_for("back to just before which prompt?")
-        pane.keys("Down", "Down")
-        pane.keys("Enter")  # prompt 3
-        pane.wait_for("what goes back?")
+        pane.wait_for("/rewind: no prompt 9: the session has prompts 1 to 3")
+        pane.type("/rewind 3")  # prompt 3 by its number: no list
+        pane.keys("Enter")
+        pane.wait_for("/rewind to prompt 3: what goes back?")
         pane.keys("Down")
         pane.keys("Enter")  # conversation only
         pane.wait_for("rewound to prompt 3: conversation forked as")
