@@ -170,6 +170,9 @@ def _chat_boot(args: argparse.Namespace) -> Boot:
                 app.show_guide(guide(str(exc)), ["/demo"])
                 return
 
+            # `open_app` resolved a session resumed from elsewhere in its own directory:
+            # new sessions still start where rawtrio was launched (docs/tui.md, `/new`).
+            launch_dir = Path(await trio.Path(args.cwd or os.getcwd()).resolve())
             _configure(app, opened)
 
             async def options_for_cwd(cwd: Path) -> tuple[Any, tuple[str, ...]]:
@@ -177,9 +180,7 @@ def _chat_boot(args: argparse.Namespace) -> Boot:
                 return found.options, found.notices
 
             app.setup.options_for_cwd = options_for_cwd
-            # `open_app` resolved a session resumed from elsewhere in its own directory:
-            # new sessions still start where rawtrio was launched (docs/tui.md, `/new`).
-            app.setup.launch_dir = Path(await trio.Path(args.cwd or os.getcwd()).resolve())
+            app.setup.launch_dir = launch_dir
             told = set(opened.notices)
             session = await opened.start_session(choice)
             await app.attach(session, created=choice.new, show_history=not choice.new)
