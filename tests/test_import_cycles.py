@@ -28,12 +28,7 @@ PACKAGE = Path(rawtrio.__file__).parent
 
 #: Cycles that stay, each with why it cannot be broken without a behaviour change or a
 #: large redesign. Keyed by the chain from its smallest module.
-ALLOWED: dict[str, str] = {
-    # The cycles found when this test was written; each is broken by a later commit.
-    "rawtrio.tools.background -> rawtrio.tools.base -> rawtrio.tools.background": "known",
-    "rawtrio.tools.base -> rawtrio.tools.task -> rawtrio.tools.base": "known",
-    "rawtrio.tools.base -> rawtrio.tools.todo -> rawtrio.tools.base": "known",
-}
+ALLOWED: dict[str, str] = {}
 
 #: Chains listed per strongly connected group before the rest is summed up.
 MAX_CHAINS_PER_GROUP = 20

@@ -30,7 +30,7 @@ from rawtrio.frozen import thaw
 from rawtrio.hooks.outcome import HookOutcome, HookReceipt
 from rawtrio.hooks.spec import MATCH_FIELD, HookEvent, HookSpec
 from rawtrio.redaction import Redactor
-from rawtrio.tools.base import ToolSettings
+from rawtrio.tools.settings import ToolSettings
 
 if TYPE_CHECKING:
     from rawtrio.hooks.decision import Verdict
