@@ -58,7 +58,7 @@ from rawtrio.runtime.session import Session, SessionOptions
 from rawtrio.store import codec
 from rawtrio.store.base import ParentLink, SessionRecord
 from rawtrio.store.sqlite import SqliteStore
-from rawtrio.tools.base import ToolSettings
+from rawtrio.tools.settings import ToolSettings
 
 RUNS_FILE: Final = "runs.txt"
 WIRES: Final[tuple[ProviderKind, ...]] = ("anthropic", "openai-chat", "openai-responses")

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from rawtrio.messages import ProviderKind
-from rawtrio.tools.base import ToolSettings
+from rawtrio.tools.settings import ToolSettings
 
 WIRES: Final[tuple[ProviderKind, ...]] = ("anthropic", "openai-chat", "openai-responses")
 

@@ -17,7 +17,7 @@ from rawtrio.runtime.runtime import Runtime, open_runtime
 from rawtrio.runtime.session import Session, SessionOptions
 from rawtrio.store.memory import MemoryStore
 from rawtrio.testing.fake_model import FakeModelServer, Scenario, open_fake_model_server
-from rawtrio.tools.base import ToolSettings
+from rawtrio.tools.settings import ToolSettings
 
 #: A liveness bound for one test's session (never a performance assert).
 LIVENESS_S = 60

@@ -1,22 +1,21 @@
 """The layers of docs/architecture.md, checked on the imports themselves.
 
 Every import counts, also one under `TYPE_CHECKING` or inside a function: a cycle that only
-type checking follows still ties two modules together. Checked: no import cycle among the
-front ends and the application, none inside the runtime, and front ends never reach below
-the runtime's public API into providers, the SQLite store, the tools package or the
-testing helpers."""
+type checking follows still ties two modules together (the graph is
+`tests/test_import_cycles.py`'s, which finds no cycle in all of rawtrio). Checked: no
+import cycle among the front ends and the application, none inside the runtime, front ends
+never reach below the runtime's public API into providers, the SQLite store, the tools
+package or the testing helpers, and hooks import only the foundation, the process package
+and the tools' settings, and are imported by the runtime and the application."""
 
 from __future__ import annotations
 
-import ast
 import subprocess
 import sys
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 
-import rawtrio
+from tests.test_import_cycles import import_graph
 
-PACKAGE = Path(rawtrio.__file__).parent
 FRONT_ENDS = ("rawtrio.cli", "rawtrio.tui", "rawtrio.acp", "rawtrio.dashboard")
 #: What a front end never imports (it goes through `rawtrio.app` and `rawtrio.runtime`).
 BELOW_THE_RUNTIME = (
@@ -25,39 +24,39 @@ BELOW_THE_RUNTIME = (
     "rawtrio.testing",
     "rawtrio.tools",
 )
+#: The foundation layer (docs/architecture.md): shared values, configuration, the store.
+FOUNDATION = (
+    "rawtrio.compat",
+    "rawtrio.config",
+    "rawtrio.contracts",
+    "rawtrio.errors",
+    "rawtrio.events",
+    "rawtrio.frozen",
+    "rawtrio.groups",
+    "rawtrio.heap",
+    "rawtrio.logs",
+    "rawtrio.messages",
+    "rawtrio.private_files",
+    "rawtrio.redaction",
+    "rawtrio.store",
+    "rawtrio.unicode_safety",
+    "rawtrio.user_dirs",
+)
+#: What `rawtrio/hooks/` may import: the foundation, the process package (a hook's command
+#: runs in its own process group like a tool's) and the tools' settings (the environment
+#: variables stripped from every child process). Nothing of the runtime, the application,
+#: the front ends, the providers or the tools themselves.
+HOOKS_MAY_IMPORT = (*FOUNDATION, "rawtrio.hooks", "rawtrio.processes", "rawtrio.tools.settings")
+#: Who may import `rawtrio/hooks/`: the runtime (which runs the hooks), the application
+#: (which turns the configuration into hook specs), and, the one import from the foundation
+#: up, the reading of Claude Code's settings files, which checks their event names against
+#: `HookEvent` (`rawtrio.hooks.spec`: the module that defines hooks and nothing above).
+HOOKS_USED_BY = ("rawtrio.hooks", "rawtrio.runtime", "rawtrio.app")
+HOOKS_USED_FROM_BELOW = {"rawtrio.config.claude_settings": {"rawtrio.hooks.spec"}}
 
 
-def module_name(path: Path) -> str:
-    parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
-    if parts[-1] == "__init__":
-        parts.pop()
-    return ".".join(parts)
-
-
-def imports_of(path: Path, modules: set[str]) -> set[str]:
-    """The rawtrio modules `path` imports (`from pkg import mod` counts as `pkg.mod`)."""
-    me = module_name(path)
-    package = me if path.name == "__init__.py" else me.rpartition(".")[0]
-    found: set[str] = set()
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found |= {a.name for a in node.names if a.name in modules}
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                base = ".".join(
-                    [*package.split(".")[: len(package.split(".")) - node.level + 1], base]
-                ).strip(".")
-            for alias in node.names:
-                sub = f"{base}.{alias.name}"
-                found.add(sub if sub in modules else base)
-    return {m for m in found if m in modules and m != me}
-
-
-def import_graph() -> dict[str, set[str]]:
-    paths = sorted(PACKAGE.rglob("*.py"))
-    modules = {module_name(p) for p in paths}
-    return {module_name(p): imports_of(p, modules) for p in paths}
+def within(module: str, packages: Iterable[str]) -> bool:
+    return any(module == p or module.startswith(f"{p}.") for p in packages)
 
 
 def cycles(graph: Mapping[str, Iterable[str]], within: tuple[str, ...]) -> list[list[str]]:
@@ -119,6 +118,25 @@ def test_front_ends_never_import_below_the_runtime() -> None:
         if module.startswith(FRONT_ENDS)
     }
     assert {k: v for k, v in found.items() if v} == {}
+
+
+def test_hooks_import_only_the_foundation_the_processes_and_the_tool_settings() -> None:
+    found = {
+        module: sorted(m for m in deps if not within(m, HOOKS_MAY_IMPORT))
+        for module, deps in import_graph().items()
+        if within(module, ["rawtrio.hooks"])
+    }
+    assert found  # the hooks package is where this test looks
+    assert {k: v for k, v in found.items() if v} == {}
+
+
+def test_only_the_runtime_and_the_application_import_hooks() -> None:
+    found = {
+        module: {m for m in deps if within(m, ["rawtrio.hooks"])}
+        for module, deps in import_graph().items()
+        if not within(module, HOOKS_USED_BY)
+    }
+    assert {k: v for k, v in found.items() if v} == HOOKS_USED_FROM_BELOW
 
 
 def test_the_chats_first_frame_does_not_load_the_runtime() -> None:

@@ -18,7 +18,7 @@ from rawtrio.permissions.policy import allow_rule_for
 from rawtrio.permissions.rules import PermissionMode
 from rawtrio.providers.base import ProviderSettings
 from rawtrio.runtime.session import SessionOptions
-from rawtrio.tools.base import ToolSettings
+from rawtrio.tools.settings import ToolSettings
 
 DEMO_MODEL = "demo-model"
 #: The demo's long command; an allow rule lets it run without asking, so the newcomer

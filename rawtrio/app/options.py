@@ -55,8 +55,9 @@ from rawtrio.skills import (
     skills_prompt,
 )
 from rawtrio.skills.tool import TOOL_ID as SKILL_TOOL_ID
-from rawtrio.tools.base import Tool, ToolSettings
+from rawtrio.tools.base import Tool
 from rawtrio.tools.builtin import AVAILABLE_BUILTINS, builtin_registry
+from rawtrio.tools.settings import ToolSettings
 from rawtrio.tools.task import reads_only
 
 if TYPE_CHECKING:

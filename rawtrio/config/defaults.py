@@ -7,17 +7,18 @@ before the provider SDK (docs/benchmarks.md). The classes here have the attribut
 `ValueRef`, with the schema's defaults; `tests/config/test_defaults.py` compares every
 default with the schema's, so the two cannot drift apart. Light: no pydantic, no schema.
 
-The names of the schema's closed choices (providers, permission modes) live here too, so
-that resolving flags against them needs no schema either.
+The names of the schema's closed choices (providers, permission modes) are in
+`rawtrio.config.choices`, below this module and the schema.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
+    from rawtrio.config.choices import PermissionModeName
     from rawtrio.config.schema import (
         AgentConfig,
         HookConfig,
@@ -26,9 +27,6 @@ if TYPE_CHECKING:
         PermissionRuleConfig,
         VariableConfig,
     )
-
-ProviderName = Literal["anthropic", "openai-chat", "openai-responses"]
-PermissionModeName = Literal["default", "accept-edits", "plan", "bypass"]
 
 #: The agent used when no file defines one by the chosen name.
 BUILTIN_AGENT: Final = "default"

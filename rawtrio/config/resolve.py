@@ -37,14 +37,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final, get_args
 
 from rawtrio.config.agents_md import AgentsFiles, find_agents_files
+from rawtrio.config.choices import PermissionModeName, ProviderName
 from rawtrio.config.claude_files import find_settings_files
-from rawtrio.config.defaults import (
-    BUILTIN_AGENT,
-    BuiltinCompaction,
-    EnvRef,
-    PermissionModeName,
-    ProviderName,
-)
+from rawtrio.config.defaults import BUILTIN_AGENT, BuiltinCompaction, EnvRef
 from rawtrio.config.errors import ConfigFileError, key_path, problem
 from rawtrio.config.hook_matchers import check_hook_matchers
 from rawtrio.config.loader import (

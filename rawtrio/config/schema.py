@@ -19,8 +19,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 from pydantic_core import PydanticCustomError
 
-from rawtrio.config.defaults import PermissionModeName as PermissionModeName
-from rawtrio.config.defaults import ProviderName as ProviderName
+from rawtrio.config.choices import PermissionModeName, ProviderName
 
 Effect = Literal["allow", "ask", "deny"]
 #: The hook events (Claude Code's names, plus rawtrio's `Interrupt`); docs/hooks.md.

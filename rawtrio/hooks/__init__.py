@@ -10,19 +10,17 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from rawtrio.hooks import payloads
-from rawtrio.hooks.runner import HookOutcome, HookRunner
+from rawtrio.hooks.outcome import HookOutcome, HookReceipt
+from rawtrio.hooks.runner import HookRunner
 from rawtrio.hooks.spec import DEFAULT_HOOK_TIMEOUT_S, TOOL_EVENTS, HookEvent, HookSpec
 
 if TYPE_CHECKING:
     from rawtrio.hooks.decision import HookDecision
-    from rawtrio.hooks.execute import HookReceipt
 
-#: Loaded on first use (PEP 562): running a hook, reading its answer and its receipt are
-#: loaded by the first hook that runs (`rawtrio.hooks.execute`), not by every session's
-#: runner.
+#: Loaded on first use (PEP 562): running a hook and reading its answer are loaded by the
+#: first hook that runs (`rawtrio.hooks.execute`), not by every session's runner.
 _WHERE: dict[str, str] = {
     "HookDecision": "rawtrio.hooks.decision",
-    "HookReceipt": "rawtrio.hooks.execute",
 }
 
 

@@ -1,6 +1,6 @@
 """What running a session's hooks takes once some match an event: the hook process
 (`rawtrio.hooks.process`), reading its answer (`rawtrio.hooks.decision`), its receipt
-(`HookReceipt`) and the outcome of all of them (`combine`).
+(`HookReceipt`, in `rawtrio.hooks.outcome`) and the outcome of all of them (`combine`).
 
 Loaded by `HookRunner` on the first event that has a matching hook, not with the runner:
 every session builds a runner, and most sessions have no hooks.
@@ -10,47 +10,49 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Final, Protocol
 
 import trio
 
 from rawtrio.hooks.decision import HookDecision, Verdict, interpret_exit
+from rawtrio.hooks.outcome import HookOutcome, HookReceipt
 from rawtrio.hooks.process import HookProcessResult, HookWatch, run_hook_process
-from rawtrio.hooks.runner import HookOutcome
 from rawtrio.hooks.spec import HookEvent, HookSpec
 from rawtrio.processes import EndedBy, ProcessResult
 
 if TYPE_CHECKING:
-    from rawtrio.hooks.runner import HookRunner
+    from pathlib import Path
+
+    from rawtrio.redaction import Redactor
 
 #: Characters of stdout / stderr kept in a receipt.
 RECEIPT_EXCERPT: Final = 2_000
 
 
-@dataclass(frozen=True, slots=True)
-class HookReceipt:
-    """What one hook run did; meant for the display history (never the model context)."""
+class HookHost(Protocol):
+    """What running one hook uses of its session's `HookRunner` (`rawtrio.hooks.runner`,
+    which imports this module when a hook first matches, so this one does not import it)."""
 
-    hook: str
-    event: HookEvent
-    #: The match subject: tool id for tool events, source / trigger where those match.
-    subject: str | None
-    decision: HookDecision
-    #: "exit", "timeout", "cancel" or "spawn_error".
-    ended_by: str
-    exit_code: int | None
-    signal: int | None
-    elapsed_s: float
-    stdout: str
-    stderr: str
-    #: One line for people: what happened and why.
-    summary: str
+    @property
+    def session_id(self) -> str: ...
+    @property
+    def cwd(self) -> Path: ...
+    @property
+    def grace_s(self) -> float: ...
+    @property
+    def output_cap(self) -> int: ...
+    @property
+    def env(self) -> Mapping[str, str] | None: ...
+    @property
+    def strip_env(self) -> Sequence[str]: ...
+    @property
+    def redactor(self) -> Redactor: ...
+    def publish(self, receipt: HookReceipt) -> None: ...
 
 
 async def run_one(
-    runner: HookRunner, hook: HookSpec, subject: str | None, stdin: bytes
+    runner: HookHost, hook: HookSpec, subject: str | None, stdin: bytes
 ) -> tuple[Verdict, HookReceipt]:
     """Run `hook` with `stdin` for `runner`'s session and publish its receipt (also when
     it cannot start or is cancelled: then `trio.Cancelled` propagates)."""
@@ -89,7 +91,7 @@ async def run_one(
     return verdict, receipt
 
 
-def _env_for(runner: HookRunner, hook: HookSpec) -> dict[str, str]:
+def _env_for(runner: HookHost, hook: HookSpec) -> dict[str, str]:
     env = dict(os.environ if runner.env is None else runner.env)
     env.update(hook.env)
     env["RAWTRIO_HOOK_EVENT"] = str(hook.event)
@@ -98,7 +100,7 @@ def _env_for(runner: HookRunner, hook: HookSpec) -> dict[str, str]:
     return env
 
 
-def _redacted(runner: HookRunner, done: HookProcessResult) -> HookProcessResult:
+def _redacted(runner: HookHost, done: HookProcessResult) -> HookProcessResult:
     """Secret values from config never reach a receipt or the model."""
     stdout, stderr = runner.redactor.redact(done.stdout), runner.redactor.redact(done.stderr)
     return HookProcessResult(dataclasses.replace(done.process, output=stdout), stderr)

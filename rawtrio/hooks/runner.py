@@ -21,63 +21,24 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
 
 from rawtrio.compat.claude_code import claude_payload
 from rawtrio.contracts import DEFAULT_SIGTERM_GRACE_S
 from rawtrio.frozen import thaw
+from rawtrio.hooks.outcome import HookOutcome, HookReceipt
 from rawtrio.hooks.spec import MATCH_FIELD, HookEvent, HookSpec
 from rawtrio.redaction import Redactor
-from rawtrio.tools.base import ToolSettings
+from rawtrio.tools.settings import ToolSettings
 
 if TYPE_CHECKING:
     from rawtrio.hooks.decision import Verdict
-    from rawtrio.hooks.execute import HookReceipt
 
 #: Bytes of stdout and of stderr kept per hook run (head and tail).
 HOOK_OUTPUT_CAP: Final = 64_000
 #: Removed from every hook's environment: the same patterns as for tools' processes.
 DEFAULT_STRIP_ENV: Final = ToolSettings().strip_env
-
-
-@dataclass(frozen=True, slots=True)
-class HookOutcome:
-    """All matching hooks of one event, combined. Empty when none matched."""
-
-    event: HookEvent
-    blocked: bool = False
-    block_reason: str = ""
-    denied: bool = False
-    deny_reason: str = ""
-    #: Texts for the model, in hook order (see docs/hooks.md for where each event puts them).
-    context: tuple[str, ...] = ()
-    #: Texts for the user (failures, `systemMessage`); never sent to the model.
-    warnings: tuple[str, ...] = ()
-    receipts: tuple[HookReceipt, ...] = ()
-    #: From Claude Code hooks: "allow" or "ask" for the call (None: no say; a deny is
-    #: `denied`). `rawtrio.permissions.policy.with_hook_permission` applies it.
-    permission: str | None = None
-    #: From Claude Code hooks (`continue: false`): the turn ends after this event.
-    halted: bool = False
-    halt_reason: str = ""
-
-    @property
-    def stopped(self) -> bool:
-        """Blocked or denied: the action the event is about should not go ahead."""
-        return self.blocked or self.denied
-
-    @property
-    def reason(self) -> str:
-        """The reason(s) to give the model when `stopped`, deny first."""
-        return "\n".join(r for r in (self.deny_reason, self.block_reason) if r)
-
-    def context_text(self) -> str | None:
-        """The hooks' context as one text block for the model, or None when there is none."""
-        if not self.context:
-            return None
-        return f"[rawtrio: context from {self.event} hooks]\n" + "\n\n".join(self.context)
 
 
 class HookRunner:

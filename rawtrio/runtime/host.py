@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from rawtrio.runtime.options import SessionOptions
     from rawtrio.runtime.recorder import Recorder
     from rawtrio.tools.background import BackgroundJobs
+    from rawtrio.tools.base import SubagentRunner
     from rawtrio.tools.registry import ToolRegistry
-    from rawtrio.tools.task import SubagentRunner
     from rawtrio.tools.todo import Plan
 
 

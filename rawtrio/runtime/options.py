@@ -25,7 +25,8 @@ from rawtrio.hooks import HookSpec
 from rawtrio.permissions.rules import PermissionMode, Rule
 from rawtrio.providers.base import ProviderSettings
 from rawtrio.skills import Skill
-from rawtrio.tools.base import Tool, ToolSettings
+from rawtrio.tools.base import Tool
+from rawtrio.tools.settings import ToolSettings
 
 if TYPE_CHECKING:
     from rawtrio.config.schema import McpServerConfig

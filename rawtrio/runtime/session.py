@@ -73,7 +73,7 @@ from rawtrio.tools.todo import Plan, TodoItem, plan_from_json, plan_to_json
 
 if TYPE_CHECKING:
     from rawtrio.checkpoints.capture import TurnCheckpoints
-    from rawtrio.hooks.execute import HookReceipt
+    from rawtrio.hooks import HookReceipt
     from rawtrio.mcp.manager import McpServers
     from rawtrio.tools.registry import ToolRegistry
 

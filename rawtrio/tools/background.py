@@ -35,7 +35,7 @@ from rawtrio.processes import (
     end_session_processes,
     run_in_process_group,
 )
-from rawtrio.tools.base import ToolSettings
+from rawtrio.tools.settings import ToolSettings
 
 #: At most this many jobs run at once per session.
 MAX_JOBS: Final = 16

@@ -16,21 +16,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from rawtrio.contracts import (
-    DEFAULT_SIGTERM_GRACE_S,
-    DEFAULT_TOOL_OUTPUT_CAP,
-    ToolStatus,
-)
+from rawtrio.contracts import ToolStatus
 from rawtrio.frozen import FrozenJSON, empty, freeze
 from rawtrio.messages import ImagePart
-from rawtrio.redaction import Redactor
+from rawtrio.tools.settings import ToolSettings
 
 if TYPE_CHECKING:
     from rawtrio.tools.backend import Backend
     from rawtrio.tools.background import BackgroundJobs
-    from rawtrio.tools.task import SubagentRunner
     from rawtrio.tools.todo import Plan
 
 
@@ -57,29 +52,6 @@ class CancelReport:
 
     content: str
     details: FrozenJSON = field(default_factory=empty)
-
-
-@dataclass(frozen=True, slots=True)
-class ToolSettings:
-    """Per-session limits the tools obey (from config; small values in tests)."""
-
-    output_cap: int = DEFAULT_TOOL_OUTPUT_CAP
-    sigterm_grace_s: float = DEFAULT_SIGTERM_GRACE_S
-    bash_timeout_s: float = 120.0
-    #: Environment variables removed from every child process (shell-style patterns).
-    strip_env: tuple[str, ...] = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY", "*_API_KEY")
-    #: The session's secret values (API keys, secret variables as they are read): command
-    #: output never shows them; replaced by `[redacted]` in results, live output and cancel
-    #: reports. Shared, so a value read later is redacted from then on.
-    redactor: Redactor = field(default_factory=Redactor, compare=False)
-    #: Refuse file-tool paths that resolve outside the working directory (symlinks
-    #: included). Off by default; it is a guard against mistakes, not a sandbox.
-    confine: bool = False
-    #: Whether a `task` child of the configured agent named (None: an agent like this
-    #: session's own) can only read, so that its call runs side by side with read-only
-    #: calls (docs/contracts.md, Read-only `task` calls). The config layer provides it;
-    #: None: no child counts as read-only.
-    task_reads_only: Callable[[str | None], bool] | None = field(default=None, compare=False)
 
 
 class ToolContext:
@@ -135,6 +107,15 @@ class ToolContext:
 
 
 Handler = Callable[[ToolContext, Mapping[str, Any]], Awaitable[ToolOutput]]
+
+
+class SubagentRunner(Protocol):
+    """Starts the `task` tool's children (`ToolContext.subagents`; the session's is
+    `rawtrio.runtime.subagents.Subagents`)."""
+
+    async def run(
+        self, ctx: ToolContext, *, description: str, prompt: str, agent: str | None
+    ) -> ToolOutput: ...
 
 
 @dataclass(frozen=True, slots=True)

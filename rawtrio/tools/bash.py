@@ -24,7 +24,8 @@ from rawtrio.frozen import freeze
 from rawtrio.processes import EndedBy, ProcessResult, ProcessWatch
 from rawtrio.redaction import Redactor, StreamRedactor
 from rawtrio.tools.background import Job
-from rawtrio.tools.base import Tool, ToolContext, ToolOutput, ToolSettings
+from rawtrio.tools.base import Tool, ToolContext, ToolOutput
+from rawtrio.tools.settings import ToolSettings
 
 #: The longest timeout the model may ask for.
 MAX_TIMEOUT_S: Final = 3600.0

@@ -10,7 +10,7 @@ from collections.abc import Callable, Collection
 from typing import Final
 
 from rawtrio.tools.background_tools import bash_output_tool, bash_stop_tool
-from rawtrio.tools.base import Tool, ToolSettings
+from rawtrio.tools.base import Tool
 from rawtrio.tools.bash import bash_tool
 from rawtrio.tools.edit_file import edit_file_tool
 from rawtrio.tools.glob_files import glob_tool
@@ -18,8 +18,9 @@ from rawtrio.tools.grep import grep_tool
 from rawtrio.tools.list_dir import list_dir_tool
 from rawtrio.tools.read_file import read_file_tool
 from rawtrio.tools.registry import ToolRegistry
+from rawtrio.tools.settings import ToolSettings
 from rawtrio.tools.task import task_tool
-from rawtrio.tools.todo import todo_read_tool, todo_write_tool
+from rawtrio.tools.todo_tools import todo_read_tool, todo_write_tool
 from rawtrio.tools.write_file import write_file_tool
 
 #: The built-ins available now, in the order the model is told about them.

@@ -1,7 +1,7 @@
 """`task`: hand a sub-task to a child agent with its own context (docs/contracts.md,
 The `task` tool). The handler only checks its arguments; the session's `SubagentRunner`
-(rawtrio.runtime.subagents) runs the child inside this call, so a cancellation of the
-turn is a cancellation of the child.
+(`ToolContext.subagents`: rawtrio.runtime.subagents) runs the child inside this call, so
+a cancellation of the turn is a cancellation of the child.
 
 A `task` call is read-only when its child can only read (`reads_only`, judged from the
 agent's configuration by `ToolSettings.task_reads_only`): it then runs side by side with
@@ -11,10 +11,11 @@ the read-only calls around it (docs/contracts.md, Read-only `task` calls).
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import Any, Final, Protocol
+from typing import Any, Final
 
 from rawtrio.frozen import freeze
-from rawtrio.tools.base import Tool, ToolContext, ToolOutput, ToolSettings
+from rawtrio.tools.base import Tool, ToolContext, ToolOutput
+from rawtrio.tools.settings import ToolSettings
 
 TASK_TOOL_ID: Final = "task"
 
@@ -52,12 +53,6 @@ _SCHEMA = freeze(
         "additionalProperties": False,
     }
 )
-
-
-class SubagentRunner(Protocol):
-    async def run(
-        self, ctx: ToolContext, *, description: str, prompt: str, agent: str | None
-    ) -> ToolOutput: ...
 
 
 async def _task(ctx: ToolContext, args: Mapping[str, Any]) -> ToolOutput:

@@ -41,7 +41,7 @@ from rawtrio.runtime.runtime import Runtime, open_runtime
 from rawtrio.runtime.session import SessionOptions
 from rawtrio.store.memory import MemoryStore
 from rawtrio.testing.fake_model import FakeModelServer, Scenario, open_fake_model_server
-from rawtrio.tools.base import ToolSettings
+from rawtrio.tools.settings import ToolSettings
 from stress.bench.common import Figure, Options, median, percentile
 
 DEFAULT_RUNS: Final = 50

@@ -41,7 +41,8 @@ from rawtrio.runtime.runtime import Runtime, open_runtime
 from rawtrio.runtime.session import SessionOptions
 from rawtrio.store.memory import MemoryStore
 from rawtrio.testing.fake_model import FakeModelServer, Scenario, open_fake_model_server
-from rawtrio.tools.base import Tool, ToolContext, ToolOutput, ToolSettings
+from rawtrio.tools.base import Tool, ToolContext, ToolOutput
+from rawtrio.tools.settings import ToolSettings
 from stress.bench.bench_cancel import GRACE_S, group_state, provider_settings
 from stress.bench.common import Figure, Options, median, percentile
 

@@ -26,9 +26,10 @@ from typing import Final
 import trio
 
 from rawtrio.frozen import freeze
-from rawtrio.tools.base import ToolContext, ToolSettings
+from rawtrio.tools.base import ToolContext
 from rawtrio.tools.bash import bash_tool
 from rawtrio.tools.grep import grep_tool
+from rawtrio.tools.settings import ToolSettings
 from stress.bench.common import Figure, Options, median, percentile
 
 DEFAULT_RUNS: Final = 15

@@ -16,7 +16,7 @@ from rawtrio.acp.editor_terminal import EditorTerminal
 from rawtrio.acp.jsonrpc import Peer, Ready, RequestId, RpcError
 from rawtrio.acp.stdio import LineTransport
 from rawtrio.processes import ProcessWatch
-from rawtrio.tools.base import ToolSettings
+from rawtrio.tools.settings import ToolSettings
 from tests.conftest import LIVENESS_S
 
 STRIP = ToolSettings().strip_env

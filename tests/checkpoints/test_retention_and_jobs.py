@@ -15,7 +15,7 @@ from rawtrio.checkpoints.store import CheckpointStore
 from rawtrio.runtime.runtime import open_runtime
 from rawtrio.store.memory import MemoryStore
 from rawtrio.tools.background import open_background_jobs
-from rawtrio.tools.base import ToolSettings
+from rawtrio.tools.settings import ToolSettings
 from tests.checkpoints.helpers import call, picture
 from tests.conftest import session_on
 

@@ -19,7 +19,7 @@ from rawtrio.runtime.session import SessionOptions
 from rawtrio.store.memory import MemoryStore
 from rawtrio.store.sqlite import SqliteStore
 from rawtrio.testing.fake_model import Scenario, open_fake_model_server
-from rawtrio.tools.base import ToolSettings
+from rawtrio.tools.settings import ToolSettings
 from tests.conftest import LIVENESS_S, provider_for, session_on
 from tests.context.support import SUMMARY, events_of, scenario, summary_requests, turn_text
 

@@ -216,7 +216,7 @@ async def test_an_http_server_gets_headers_from_variables_and_call_cancels(
 ) -> None:
     from rawtrio.config.schema import McpServerConfig, ValueRef, VariableConfig
     from rawtrio.config.variables import VariableResolver
-    from rawtrio.tools.base import ToolSettings
+    from rawtrio.tools.settings import ToolSettings
 
     token = "s3cret-token-value"
     variables = VariableResolver(
@@ -337,7 +337,7 @@ async def test_dollar_brace_variables_expand_anywhere_in_a_string_and_stay_secre
     They expand at start from the session's environment, and the values are redacted."""
     from rawtrio.config.schema import McpServerConfig, ValueRef
     from rawtrio.config.variables import VariableResolver
-    from rawtrio.tools.base import ToolSettings
+    from rawtrio.tools.settings import ToolSettings
 
     token = "tok-0123456789abcdef-expanded"
     env = {**os.environ, "API_TOKEN": token, "HTTP_TOKEN": token}

@@ -35,7 +35,7 @@ from rawtrio.runtime.runtime import open_runtime
 from rawtrio.runtime.session import SessionOptions
 from rawtrio.store.sqlite import SqliteStore
 from rawtrio.testing.fake_model import Scenario, open_fake_model_server
-from rawtrio.tools.base import ToolSettings
+from rawtrio.tools.settings import ToolSettings
 from rawtrio.unicode_safety import has_lone_surrogate
 from tests.conftest import provider_for
 from tests.providers.support import KINDS, collect, open_provider, request, scenario

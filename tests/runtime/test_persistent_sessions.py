@@ -14,7 +14,7 @@ from rawtrio.runtime.session import SessionOptions
 from rawtrio.skills import discover_skills
 from rawtrio.store.sqlite import SqliteStore
 from rawtrio.testing.fake_model import Scenario, open_fake_model_server
-from rawtrio.tools.base import ToolSettings
+from rawtrio.tools.settings import ToolSettings
 from tests.conftest import provider_for
 
 SCENARIO = {

@@ -18,7 +18,7 @@ from rawtrio.runtime.runtime import open_runtime
 from rawtrio.runtime.session import Session, SessionOptions
 from rawtrio.store.memory import MemoryStore
 from rawtrio.testing.fake_model import FakeModelServer, Scenario, open_fake_model_server
-from rawtrio.tools.base import ToolSettings
+from rawtrio.tools.settings import ToolSettings
 from tests.conftest import LIVENESS_S, provider_for
 
 

@@ -24,7 +24,7 @@ from rawtrio.store.errors import StoreError
 from rawtrio.store.sqlite import SqliteStore
 from rawtrio.testing.fake_model import Scenario, open_fake_model_server
 from rawtrio.testing.faulty_store import FaultKind, FaultyStore
-from rawtrio.tools.base import ToolSettings
+from rawtrio.tools.settings import ToolSettings
 from tests.conftest import LIVENESS_S, provider_for
 
 SCENARIO = {

@@ -6,8 +6,9 @@ import pytest
 
 from rawtrio.contracts import ToolStatus
 from rawtrio.skills import discover_skills, load_skill_tool
-from rawtrio.tools.base import ToolContext, ToolSettings
+from rawtrio.tools.base import ToolContext
 from rawtrio.tools.registry import ToolRegistry
+from rawtrio.tools.settings import ToolSettings
 from tests.skills.conftest import write_skill
 
 

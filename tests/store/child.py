@@ -26,7 +26,7 @@ from rawtrio.runtime.runtime import open_runtime
 from rawtrio.runtime.session import SessionOptions
 from rawtrio.store.sqlite import SqliteStore
 from rawtrio.testing.fake_model import Scenario, open_fake_model_server
-from rawtrio.tools.base import ToolSettings
+from rawtrio.tools.settings import ToolSettings
 
 SCENARIO: dict[str, Any] = {
     "rules": [

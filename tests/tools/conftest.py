@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 import trio
 
-from rawtrio.tools.base import ToolContext, ToolSettings
+from rawtrio.tools.base import ToolContext
+from rawtrio.tools.settings import ToolSettings
 
 #: Small real-time settings: tests run real processes.
 FAST = ToolSettings(output_cap=4000, sigterm_grace_s=0.2, bash_timeout_s=30.0)

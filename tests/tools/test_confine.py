@@ -9,8 +9,9 @@ import pytest
 from rawtrio.contracts import ToolStatus
 from rawtrio.frozen import freeze
 from rawtrio.tools import paths
-from rawtrio.tools.base import Tool, ToolOutput, ToolSettings
+from rawtrio.tools.base import Tool, ToolOutput
 from rawtrio.tools.read_file import read_file_tool
+from rawtrio.tools.settings import ToolSettings
 from rawtrio.tools.write_file import write_file_tool
 from tests.tools.conftest import MakeCtx
 

@@ -6,9 +6,10 @@ from typing import Any
 
 from rawtrio.contracts import ToolStatus
 from rawtrio.frozen import freeze
-from rawtrio.tools.base import Tool, ToolOutput, ToolSettings
+from rawtrio.tools.base import Tool, ToolOutput
 from rawtrio.tools.edit_file import edit_file_tool
 from rawtrio.tools.read_file import read_file_tool
+from rawtrio.tools.settings import ToolSettings
 from rawtrio.tools.write_file import write_file_tool
 from tests.tools.conftest import MakeCtx
 

@@ -9,9 +9,10 @@ import pytest
 
 from rawtrio.contracts import BUILTIN_TOOL_NAMES, PROVIDER_TOOL_NAME_RE
 from rawtrio.frozen import freeze, thaw
-from rawtrio.tools.base import Tool, ToolContext, ToolOutput, ToolSettings
+from rawtrio.tools.base import Tool, ToolContext, ToolOutput
 from rawtrio.tools.builtin import builtin_registry
 from rawtrio.tools.registry import ToolRegistry
+from rawtrio.tools.settings import ToolSettings
 
 _SCHEMA = {
     "type": "object",
@@ -223,7 +224,7 @@ def test_every_built_in_schema_is_valid_draft_2020_12() -> None:
 
 def test_a_session_of_built_ins_does_not_import_jsonschema_before_a_call() -> None:
     code = (
-        "import sys; from rawtrio.tools.base import ToolSettings;"
+        "import sys; from rawtrio.tools.settings import ToolSettings;"
         "from rawtrio.tools.builtin import builtin_registry;"
         "r = builtin_registry(ToolSettings()); r.specs();"
         "assert 'jsonschema' not in sys.modules, 'imported at registration';"

@@ -5,17 +5,10 @@ from typing import Any
 from rawtrio.contracts import ToolStatus
 from rawtrio.frozen import freeze
 from rawtrio.redaction import Redactor, StreamRedactor
-from rawtrio.tools.base import ToolSettings
 from rawtrio.tools.bash import bash_tool
-from rawtrio.tools.todo import (
-    Plan,
-    TodoItem,
-    TodoStatus,
-    plan_from_json,
-    plan_to_json,
-    todo_read_tool,
-    todo_write_tool,
-)
+from rawtrio.tools.settings import ToolSettings
+from rawtrio.tools.todo import Plan, TodoItem, TodoStatus, plan_from_json, plan_to_json
+from rawtrio.tools.todo_tools import todo_read_tool, todo_write_tool
 from tests.tools.conftest import MakeCtx
 
 SECRET = "sk-very-secret-value-123"
