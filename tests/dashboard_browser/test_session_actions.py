@@ -31,6 +31,8 @@ SLEEP_SECONDS = "28.7654"
 SLEEP_MARKER = "rawtrio-dashboard-delete-marker"
 #: A focus that makes the fake model fail the summary request (a 400: not retried).
 FAIL_FOCUS = "FAIL-THE-SUMMARY"
+#: A focus that makes the summary slow (to cancel it).
+SLOW_FOCUS = "SLOW-SUMMARY"
 SUMMARY = "Summary: the user asked for more, three times."
 LONG_REPLY = "Here is more about it, in some detail. " * 30
 
@@ -40,6 +42,11 @@ SCENARIO: dict[str, Any] = {
         {
             "match": FAIL_FOCUS,
             "replies": [{"error": {"status": 400, "message": "the summary was refused"}}],
+        },
+        # A summary that takes long (about 15 s), to be cancelled.
+        {
+            "match": SLOW_FOCUS,
+            "replies": [{"text": SUMMARY, "chunk": 2, "delay_ms": 600}],
         },
         # Slow enough (about 1.5 s) that the page shows it under way.
         {"match": "@compaction", "replies": [{"text": SUMMARY, "chunk": 3, "delay_ms": 100}]},
@@ -290,6 +297,28 @@ def test_a_failed_compaction_shows_its_error(dashboard: Dashboard, browser: Brow
     expect(item).to_contain_text("Compaction failed")
     expect(item.locator('[data-part="reason"]')).to_contain_text("the summary request failed")
     one_turn(page, "hello after the failure", 4)
+
+
+def test_cancel_stops_a_compaction_and_the_context_stays(
+    dashboard: Dashboard, browser: BrowserContext
+) -> None:
+    page = open_page(browser, dashboard)
+    for n in range(1, 4):
+        one_turn(page, f"tell me more, part {n}", n)
+    session = current_session(page)
+    page.get_by_label("Compact the context").click()
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_label("Focus of the summary (optional)").fill(SLOW_FOCUS)
+    dialog.get_by_role("button", name="Compact").click()
+    item = items(page, "compaction")
+    expect(item).to_have_attribute("data-state", "running")
+    page.locator("button.cancel").click()
+    expect(item).to_have_attribute("data-state", "cancelled")
+    expect(item).to_contain_text("Compaction cancelled")
+    expect(item.locator('[data-part="reason"]')).to_contain_text("the context is unchanged")
+    assert compaction_ended(dashboard, session)["outcome"] == "cancelled"
+    expect(page.get_by_label("Compact the context")).to_be_enabled()
+    one_turn(page, "hello after the cancel", 4)
 
 
 def test_a_compaction_the_server_refuses_is_explained_in_the_dialog(
