@@ -23,6 +23,7 @@ from tests.dashboard_browser.support import (
     wait_turn_ended,
 )
 from tests.headless.support import LIVENESS_S, wait_until
+from tests.host.support import Client, Place
 
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Locator, Page
@@ -211,6 +212,35 @@ def test_delete_is_refused_while_a_turn_runs_and_nothing_changes(
     dialog.get_by_role("button", name="Delete").click()
     expect(entry(page, session)).to_have_count(0)
     assert status_of(dashboard, f"/api/sessions/{session}") == 404
+
+
+def test_delete_is_refused_while_another_front_end_is_on_the_session(
+    place: Place, browser: BrowserContext
+) -> None:
+    running = Dashboard.start(place, host=True)
+    client = Client.connect(place.paths.socket)  # a front end attached to the host
+    try:
+        client.initialize()
+        session = client.start(place, flags={"base_url": place.base_url})["sessionId"]
+        page = open_page(browser, running, session=session)
+        page.locator('[data-part="connection"]', has_text="live").wait_for()
+        page.get_by_label("Delete this session").click()
+        dialog = page.get_by_role("alertdialog")
+        dialog.get_by_role("button", name="Delete").click()
+        refusal = dialog.locator('[data-part="dialog-error"]')
+        expect(refusal).to_contain_text(f"session {session} is open in another front end")
+        dialog.get_by_role("button", name="Close").click()
+        expect(dialog).to_have_count(0)
+        expect(entry(page, session)).to_have_count(1)
+        assert current_session(page) == session
+        assert status_of(running, f"/api/sessions/{session}") == 200
+        # The other front end still has it: a prompt from it runs.
+        client.result("_rawtrio/session/submit", {"sessionId": session, "text": "hello there"})
+        client.wait_event("turn_ended")
+        wait_turn_ended(page)
+    finally:
+        client.close()
+        running.stop()
 
 
 def test_a_session_deleted_elsewhere_closes_with_a_notice(
