@@ -120,6 +120,8 @@ export class App extends Component {
     };
     /** sessions deleted from this page: a list page fetched before the deletion skips them */
     this.gone = new Set();
+    /** the session this page's delete request is about, while it is under way */
+    this.deletingId = null;
     this.open = null;
     /** a session to open once started (named in the URL) */
     this.wanted = props.initialSession || null;
