@@ -27,7 +27,7 @@ from tests.headless.support import LIVENESS_S, rawtrio_argv
 from tests.host.support import Place
 
 if TYPE_CHECKING:
-    from playwright.sync_api import BrowserContext, Page, Playwright
+    from playwright.sync_api import BrowserContext, Locator, Page, Playwright
 
 CHROMIUM = Path("/usr/bin/chromium")
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "dashboard"
@@ -184,6 +184,17 @@ def send_prompt(page: Page, text: str) -> None:
     box = page.get_by_label("Prompt")
     box.fill(text)
     box.press("Enter")
+
+
+def items(page: Page, kind: str) -> Locator:
+    """The transcript's items of one kind (`user`, `message`, `tool`, `compaction`, …)."""
+    return page.locator(f'[data-part="transcript"] [data-kind="{kind}"]')
+
+
+def wait_turn_ended(page: Page, count: int = 1) -> None:
+    """Until the transcript shows `count` turn endings. (Locators, not `wait_for_function`:
+    that evaluates a string, which the page's CSP forbids, as it should.)"""
+    page.locator('[data-kind="turn_end"]').nth(count - 1).wait_for()
 
 
 def screenshot(page: Page, name: str) -> None:

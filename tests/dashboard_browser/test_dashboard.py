@@ -19,10 +19,12 @@ from stress.bench.bench_store import Prose, build
 from tests.dashboard_browser.support import (
     Dashboard,
     current_session,
+    items,
     open_page,
     processes_with,
     screenshot,
     send_prompt,
+    wait_turn_ended,
 )
 from tests.headless.support import LiveRun, wait_until
 from tests.host.support import Place
@@ -105,16 +107,6 @@ SCENARIO: dict[str, Any] = {
         {"match": "*", "replies": [{"text": "Hello from the fake model."}]},
     ]
 }
-
-
-def items(page: Page, kind: str) -> Any:
-    return page.locator(f'[data-part="transcript"] [data-kind="{kind}"]')
-
-
-def wait_turn_ended(page: Page, count: int = 1) -> None:
-    """Until the transcript shows `count` turn endings. (Locators, not `wait_for_function`:
-    that evaluates a string, which the page's CSP forbids, as it should.)"""
-    page.locator('[data-kind="turn_end"]').nth(count - 1).wait_for()
 
 
 def test_the_token_moves_from_the_address_bar_into_memory(
@@ -255,7 +247,7 @@ def test_a_session_driven_by_a_headless_client_is_followed_live(
             # The run's session appears in the list and opens; its reply streams in.
             entry = page.locator(".sessions li", has_text="headless run")
             entry.wait_for()
-            entry.locator("button").click()
+            entry.locator(".s-open").click()
             page.locator('[data-kind="user"]', has_text="headless run").wait_for()
             page.locator('[data-kind="message"]', has_text="word by word").wait_for()
             wait_turn_ended(page)

@@ -95,8 +95,9 @@ export const api = {
   usage: (id) => call("GET", `/api/sessions/${enc(id)}/usage`),
   submit: (id, clientRequestId, text) =>
     call("POST", `/api/sessions/${enc(id)}/turns`, { client_request_id: clientRequestId, text }),
-  compact: (id, clientRequestId) =>
-    call("POST", `/api/sessions/${enc(id)}/compact`, { client_request_id: clientRequestId }),
+  compact: (id, clientRequestId, focus) =>
+    call("POST", `/api/sessions/${enc(id)}/compact`,
+      focus ? { client_request_id: clientRequestId, focus } : { client_request_id: clientRequestId }),
   cancel: (id) => call("POST", `/api/sessions/${enc(id)}/cancel`, { reason: "cancelled from the dashboard" }),
   answer: (id, requestId, decision) =>
     call("POST", `/api/sessions/${enc(id)}/permissions/${enc(requestId)}`, { decision }),

@@ -1,11 +1,13 @@
 // The page: the session list on the left, the open session on the right (header with usage
-// and context fill, the transcript, the prompt box with its queue and the cancel button).
+// and context fill, compact and delete, the transcript, the prompt box with its queue and
+// the cancel button).
 import { Component, createRef } from "preact";
 import { html } from "./html.js";
 import { api, ApiError, hasToken, newRequestId, setTokenFrom, takeTokenFromLocation } from "./api.js";
 import { OpenSession } from "./session.js";
 import { TranscriptItems } from "./transcript.js";
 import { loadPrefs, savePrefs } from "./prefs.js";
+import { CompactDialog, DeleteDialog } from "./dialogs.js";
 
 const LIST_REFRESH_MS = 4000;
 
@@ -43,7 +45,7 @@ export class TokenScreen extends Component {
   }
 }
 
-function SessionList({ sessions, current, onOpen, query, onQuery, onMore, more, onNew }) {
+function SessionList({ sessions, current, onOpen, onDelete, query, onQuery, onMore, more, onNew }) {
   return html`
     <aside class="sidebar">
       <div class="sidebar-top">
@@ -54,7 +56,8 @@ function SessionList({ sessions, current, onOpen, query, onQuery, onMore, more, 
       <ul class="sessions">
         ${sessions.map((s) => html`
           <li key=${s.id} class=${s.id === current ? "current" : ""} data-session-id=${s.id}>
-            <button type="button" onClick=${() => onOpen(s.id)}>
+            <button type="button" class="s-open" onClick=${() => onOpen(s.id)}
+                    onKeyDown=${(e) => { if (e.key === "Delete") { e.preventDefault(); onDelete(s); } }}>
               <span class="s-title">${s.title || "untitled"}</span>
               <span class="s-meta">
                 ${s.running ? html`<span class="dot running" title="running"></span>` : s.live ? html`<span class="dot live" title="live"></span>` : null}
@@ -63,6 +66,8 @@ function SessionList({ sessions, current, onOpen, query, onQuery, onMore, more, 
               <span class="s-cwd">${s.cwd}</span>
               ${s.match && s.match.snippet ? html`<span class="s-match">${s.match.snippet}</span>` : null}
             </button>
+            <button type="button" class="s-delete" aria-label=${`Delete session ${s.title || "untitled"}`}
+                    title="Delete this session" onClick=${() => onDelete(s)}>×</button>
           </li>`)}
       </ul>
       ${more ? html`<button type="button" class="more" onClick=${onMore}>More</button>` : null}
@@ -106,7 +111,17 @@ export class App extends Component {
       draft: "",
       /** the title being typed in the header, or null when not renaming */
       renaming: null,
+      /** the session the delete dialog asks about: {id, title, busy, error}, or null */
+      deleting: null,
+      /** the compact dialog: {focus (the text being typed), busy, error}, or null */
+      compactForm: null,
+      /** a line about something another front end did (the open session deleted) */
+      notice: null,
     };
+    /** sessions deleted from this page: a list page fetched before the deletion skips them */
+    this.gone = new Set();
+    /** the session this page's delete request is about, while it is under way */
+    this.deletingId = null;
     this.open = null;
     /** a session to open once started (named in the URL) */
     this.wanted = props.initialSession || null;
@@ -185,7 +200,8 @@ export class App extends Component {
       const open = this.open;
       const mine = open && open.detail && page.sessions.find((x) => x.id === open.id);
       if (mine && mine.title !== open.detail.title) open.detail = { ...open.detail, title: mine.title };
-      const sessions = more ? [...this.state.sessions, ...page.sessions] : page.sessions;
+      const fresh = page.sessions.filter((x) => !this.gone.has(x.id));
+      const sessions = more ? [...this.state.sessions, ...fresh] : fresh;
       this.setState({ sessions, nextCursor: page.next_cursor });
       return sessions;
     } catch (err) {
@@ -217,7 +233,7 @@ export class App extends Component {
     this.open = session;
     this.setPrefs({ lastSession: id });
     history.replaceState(null, "", `${location.pathname}#s=${encodeURIComponent(id)}`);
-    this.setState({ queue: [], usage: null, error: null });
+    this.setState({ queue: [], usage: null, error: null, notice: null });
     try {
       await session.open();
       if (this.open === session) this.setState({ usage: session.detail.usage });
@@ -233,12 +249,21 @@ export class App extends Component {
       this.tokenRefused();
       return;
     }
+    if (session.connection === "deleted") {
+      // Deleted: by this page (its own request may not have answered yet) or elsewhere.
+      const elsewhere = this.deletingId !== session.id;
+      this.dropSession(session.id);
+      if (elsewhere) this.setState({ notice: "The session was deleted (by another page or front end)." });
+      return;
+    }
     if (event && event.type === "usage") this.refreshUsage();
-    if (event && event.type === "turn_ended") {
+    if (event && (event.type === "turn_ended" || event.type === "compaction_ended")) {
       this.refreshUsage();
       this.refreshList();
-      queueMicrotask(() => this.drainQueue());
     }
+    // Prompts queued while a turn or a compaction ran go out once nothing runs (whatever
+    // ended it: the turn's end, the compaction's, the session closing).
+    if (this.state.queue.length && !this.isRunning()) queueMicrotask(() => this.drainQueue());
     if (!this.frame) {
       this.frame = requestAnimationFrame(() => {
         this.frame = 0;
@@ -258,8 +283,9 @@ export class App extends Component {
     }
   }
 
+  /** A turn or a compaction runs: prompts are queued, Cancel stops it, no compaction. */
   isRunning() {
-    return Boolean(this.open && (this.open.running || this.open.transcript.running));
+    return Boolean(this.open && (this.open.running || this.open.transcript.running || this.open.compacting));
   }
 
   async submit(text) {
@@ -302,7 +328,7 @@ export class App extends Component {
   }
 
   drainQueue() {
-    if (this.isRunning() || !this.state.queue.length) return;
+    if (!this.open || this.isRunning() || !this.state.queue.length) return;
     const [next, ...rest] = this.state.queue;
     this.setState({ queue: rest });
     this.send(next);
@@ -355,6 +381,79 @@ export class App extends Component {
     }
   }
 
+  askDelete(s) {
+    this.setState({ deleting: { id: s.id, title: s.title, busy: false, error: null } });
+  }
+
+  /** Delete the session the dialog asks about. A refusal (a turn runs in it, another front
+   * end is on it) is shown in the dialog and changes nothing. */
+  async confirmDelete() {
+    const target = this.state.deleting;
+    if (!target || target.busy) return;
+    this.setState({ deleting: { ...target, busy: true, error: null } });
+    this.deletingId = target.id;
+    try {
+      await api.remove(target.id);
+    } catch (err) {
+      if (err.status === 401) {
+        this.setState({ deleting: null });
+        this.tokenRefused();
+        return;
+      }
+      if (err.status !== 404) { // 404: gone already (deleted elsewhere meanwhile)
+        this.setState({ deleting: { ...target, busy: false, error: err.message } });
+        return;
+      }
+    } finally {
+      this.deletingId = null;
+    }
+    this.setState({ deleting: null });
+    this.dropSession(target.id);
+  }
+
+  /** A deleted session leaves the list; closed if open (the page shows its empty state). */
+  dropSession(id) {
+    this.gone.add(id);
+    this.setState({ sessions: this.state.sessions.filter((s) => s.id !== id) });
+    if (this.prefs.lastSession === id) this.setPrefs({ lastSession: null });
+    if (this.open && this.open.id === id) {
+      this.open.close();
+      this.open = null;
+      history.replaceState(null, "", location.pathname);
+      this.setState({ queue: [], usage: null, renaming: null, compactForm: null, error: null });
+    }
+  }
+
+  openCompact() {
+    if (this.open && this.open.detail && !this.isRunning()) {
+      this.setState({ compactForm: { focus: "", busy: false, error: null } });
+    }
+  }
+
+  /** Start a compaction; its progress and result come as events into the transcript. A
+   * refusal (a turn or a compaction runs) is shown in the dialog. */
+  async confirmCompact(focus) {
+    const session = this.open;
+    const form = this.state.compactForm;
+    if (!session || !form || form.busy) return;
+    const endedBefore = session.compactionsEnded;
+    this.setState({ compactForm: { ...form, busy: true, error: null } });
+    try {
+      const receipt = await api.compact(session.id, newRequestId(), focus.trim());
+      // Under way (its compaction_started may still be on its way): nothing else may start.
+      if (receipt.status === "running" && session.compactionsEnded === endedBefore) session.compacting = true;
+      this.stick = true;
+      this.setState({ compactForm: null });
+    } catch (err) {
+      if (err.status === 401) {
+        this.setState({ compactForm: null });
+        this.tokenRefused();
+      } else if (this.state.compactForm) {
+        this.setState({ compactForm: { ...this.state.compactForm, busy: false, error: err.message } });
+      }
+    }
+  }
+
   onKeyDown(e) {
     if (e.key === "Enter" && !e.shiftKey && this.prefs.enterSends) {
       e.preventDefault();
@@ -383,8 +482,9 @@ export class App extends Component {
 
   renderMain() {
     const s = this.open;
-    const { queue, error, usage, draft, renaming } = this.state;
+    const { queue, error, notice, usage, draft, renaming } = this.state;
     const running = this.isRunning();
+    const compacting = Boolean(s && s.compacting);
     const t = s ? s.transcript : null;
     const context = t && t.usage ? { tokens: t.usage.context_tokens, window: t.usage.context_window } : {};
     const conn = s ? s.connection : "";
@@ -400,17 +500,26 @@ export class App extends Component {
                        onBlur=${(e) => this.rename(e.target.value)} aria-label="Session title" />`
                 : html`<h2 class="title" onDblClick=${() => this.startRename()} title="Double-click to rename">${s.detail.title || "untitled"}</h2>`}
               <span class=${`conn conn-${conn}`} data-part="connection" title=${s.connectionDetail}>${
-                conn === "open" ? (s.live ? (running ? "running" : "live") : "stored") : conn}</span>
+                conn === "open" ? (s.live ? (compacting ? "compacting" : running ? "running" : "live") : "stored") : conn}</span>
               <span class="model">${(t && t.model) || s.detail.model || ""}</span>
               ${this.boot && this.boot.modes ? html`
                 <select class="mode-select" aria-label="Permission mode" value=${(t && t.mode) || s.detail.mode || "default"}
                         onChange=${(e) => this.setMode(e.target.value)}>
                   ${this.boot.modes.map((m) => html`<option value=${m}>${m}</option>`)}
                 </select>` : null}
+              <div class="head-actions">
+                <button type="button" class="compact" aria-label="Compact the context" disabled=${running}
+                        title=${compacting ? "A compaction is under way" : running ? "A turn is running: compact between turns"
+                          : "Summarize older turns to free context"}
+                        onClick=${() => this.openCompact()}>Compact</button>
+                <button type="button" class="delete" aria-label="Delete this session"
+                        title="Delete this session" onClick=${() => this.askDelete(s.detail)}>Delete</button>
+              </div>
             </div>
             <${UsageBar} usage=${usage} context=${context} />` : html`<div class="title-row"><h2 class="title">New session</h2></div>`}
         </header>
         ${error ? html`<div class="banner error" data-part="error" role="alert">${error}<button type="button" onClick=${() => this.setState({ error: null })}>×</button></div>` : null}
+        ${notice ? html`<div class="banner info" data-part="notice" role="status">${notice}<button type="button" aria-label="Dismiss" onClick=${() => this.setState({ notice: null })}>×</button></div>` : null}
         ${conn === "reconnecting" ? html`<div class="banner warn" data-part="reconnecting">Connection lost; reconnecting…</div>` : null}
         <section class="transcript" ref=${this.scroller} onScroll=${(e) => this.onScroll(e)} data-part="transcript">
           ${s && s.olderCursor ? html`<button type="button" class="older" onClick=${() => s.loadOlder()}>${s.loadingOlder ? "Loading…" : "Load older"}</button>` : null}
@@ -437,7 +546,7 @@ export class App extends Component {
       </main>`;
   }
 
-  render(_, { phase, tokenReason, sessions, query, nextCursor }) {
+  render(_, { phase, tokenReason, sessions, query, nextCursor, deleting, compactForm }) {
     if (phase === "token") {
       return html`<${TokenScreen} reason=${tokenReason} onToken=${() => { this.setState({ phase: "loading" }); this.start(); }} />`;
     }
@@ -445,6 +554,7 @@ export class App extends Component {
     return html`
       <div class="layout">
         <${SessionList} sessions=${sessions} current=${this.open && this.open.id} onOpen=${(id) => this.openSession(id)}
+          onDelete=${(s) => this.askDelete(s)}
           query=${query} onQuery=${(q) => this.onQuery(q)} more=${Boolean(nextCursor)}
           onMore=${() => this.refreshList(true)} onNew=${() => this.newSession()} />
         ${this.renderMain()}
@@ -454,6 +564,12 @@ export class App extends Component {
           </select>
           <label><input type="checkbox" checked=${this.prefs.expandTools} onChange=${(e) => this.setPrefs({ expandTools: e.target.checked })} /> expand tools</label>
         </div>
+        ${deleting ? html`<${DeleteDialog} target=${deleting} onConfirm=${() => this.confirmDelete()}
+                            onDismiss=${() => this.setState({ deleting: null })} />` : null}
+        ${compactForm ? html`<${CompactDialog} form=${compactForm}
+                               onFocusText=${(focus) => this.setState({ compactForm: { ...this.state.compactForm, focus } })}
+                               onConfirm=${(focus) => this.confirmCompact(focus)}
+                               onDismiss=${() => this.setState({ compactForm: null })} />` : null}
       </div>`;
   }
 

@@ -20,6 +20,10 @@ export class OpenSession {
     this.connectionDetail = "";
     this.live = false;
     this.running = null;
+    /** a compaction outside any turn (manual: this page's or another front end's) runs */
+    this.compacting = false;
+    /** compaction endings received live: tells a late receipt from a finished compaction */
+    this.compactionsEnded = 0;
     this.abort = new AbortController();
   }
 
@@ -32,6 +36,10 @@ export class OpenSession {
     this.events = page.events.slice().reverse();
     this.olderCursor = page.next_cursor;
     this.transcript.applyAll(this.events);
+    // A compaction another front end started before this page opened: still under way if
+    // the session is live (a stored session's unended one was cut by a crash).
+    const c = this.transcript.compaction ? this.transcript.items.get(this.transcript.compaction) : null;
+    this.compacting = Boolean(this.live && c && !c.turnId && c.outcome === null);
     this.onChange();
     this.follow(page.last_seq);
   }
@@ -60,6 +68,7 @@ export class OpenSession {
     if (msg.event === "hello" || msg.event === "state") {
       this.live = Boolean(data.live);
       this.running = data.running ?? null;
+      if (!this.live) this.compacting = false; // closed: nothing runs in it any more
       this.onChange();
       return;
     }
@@ -72,8 +81,16 @@ export class OpenSession {
     if (typeof data.seq !== "number") return;
     if (this.transcript.apply(data)) {
       this.events.push(data);
-      if (data.type === "user_message") this.running = data.turn_id;
+      if (data.type === "user_message") {
+        this.running = data.turn_id;
+        this.compacting = false; // a turn starts only once no compaction runs
+      }
       if (data.type === "turn_ended") this.running = null;
+      if (data.type === "compaction_started" && !data.turn_id) this.compacting = true;
+      if (data.type === "compaction_ended") {
+        this.compactionsEnded += 1;
+        if (!data.turn_id) this.compacting = false;
+      }
       this.onChange(data);
     }
   }

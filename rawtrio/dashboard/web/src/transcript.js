@@ -140,11 +140,41 @@ const PlanItem = pure(({ item }) => html`
     <ul>${item.entries.map((e) => html`<li class=${`plan-${e.status}`}>${e.content}</li>`)}</ul>
   </div>`);
 
-const CompactionItem = pure(({ item }) => html`
-  <div class="item compaction" data-kind="compaction">
-    compaction (${item.trigger || "?"}): ${item.outcome === null ? "running…" : `${item.outcome}, ${item.tokensBefore} → ${item.tokensAfter ?? "?"} tokens`}
-    ${item.summary ? html`<div class="note">${item.summary}</div>` : null}
-  </div>`);
+function tokens(n) {
+  return typeof n === "number" ? `${n.toLocaleString("en-US")} tokens` : "? tokens";
+}
+
+const COMPACTION_HEADLINES = {
+  compacted: "Context compacted",
+  unchanged: "Context unchanged",
+  cancelled: "Compaction cancelled",
+  error: "Compaction failed",
+};
+
+/** A compaction: under way (a spinner), then what it did, with the sizes and the reason. */
+const CompactionItem = pure(({ item }) => {
+  const auto = item.trigger === "auto";
+  const running = item.outcome === null;
+  const state = running ? "running" : item.outcome;
+  let sizes = "";
+  if (running) sizes = `${tokens(item.tokensBefore)} in the context`;
+  else if (item.outcome === "compacted") {
+    // Before is the provider's count, after an estimate: the saving is shown when clear.
+    const saved = item.tokensBefore ? Math.round((1 - item.tokensAfter / item.tokensBefore) * 100) : 0;
+    sizes = `${tokens(item.tokensBefore)} → ${tokens(item.tokensAfter)}${saved > 0 ? ` (−${saved}%)` : ""}`;
+  } else sizes = `still ${tokens(item.tokensBefore)}`;
+  return html`
+    <div class=${`item compaction compaction-${state}`} data-kind="compaction" data-state=${state}
+         role="status">
+      <div class="compaction-head">
+        ${running ? html`<span class="spinner" aria-hidden="true"></span>` : null}
+        <strong>${running ? `Compacting the context${auto ? " (automatic)" : ""}…`
+          : `${COMPACTION_HEADLINES[item.outcome] || `Compaction ${item.outcome}`}${auto ? " (automatic)" : ""}`}</strong>
+        <span class="compaction-sizes" data-part="sizes">${sizes}</span>
+      </div>
+      ${item.summary ? html`<div class="note" data-part="reason">${item.summary}</div>` : null}
+    </div>`;
+});
 
 const ModeItem = pure(({ item }) => html`<div class="item mode" data-kind="mode">mode: ${item.mode}</div>`);
 

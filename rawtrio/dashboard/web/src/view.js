@@ -185,6 +185,8 @@ const HANDLERS = {
     t.compaction = null;
     const base = started ?? { kind: "compaction", key: `compaction/${e.seq}`, turnId: e.turn_id, trigger: "", tokensBefore: e.tokens_before };
     t.put({ ...base, outcome: e.outcome, tokensAfter: e.tokens_after, summary: e.reason });
+    // The context is smaller from now on: the header's fill shows it before the next usage.
+    if (e.outcome === "compacted" && t.usage) t.usage = { ...t.usage, context_tokens: e.tokens_after };
   },
   mode_changed(t, e) {
     t.mode = e.mode;
