@@ -115,10 +115,15 @@ async def run_compaction(
         await trio.lowlevel.checkpoint()
         await host.recorder.replace_context(turn_id, new)
         host.model.context_replaced()
-        after = host.model.accountant.request_tokens(host.model.build_request())
-        usable = host.model.accountant.usable(min(request.max_tokens, host.model.output_limit))
+        acct = host.model.accountant
+        # What the next request will be taken to weigh (no provider count is left for it).
+        after = acct.request_tokens(host.model.build_request())
+        usable = acct.usable(min(request.max_tokens, host.model.output_limit))
         host.compactions.compacted(host.options.compaction, after=after, usable=usable)
-        return ended("compacted", after, why)
+        # Reported in the measure of `before` (the provider's count when there is one): the
+        # estimated sizes' ratio, since the estimate and the provider's tokenizer differ.
+        estimated = acct.estimate_tokens(request, request.messages)
+        return ended("compacted", round(before * after / estimated) if estimated else after, why)
     except trio.Cancelled:
         ended("cancelled", before, "the compaction was cancelled; the context is unchanged")
         raise

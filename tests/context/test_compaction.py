@@ -285,3 +285,24 @@ async def test_one_long_turn_is_compacted_inside_the_turn(cwd: Path) -> None:
         assert check_pairing(session.context) == []
         assert session.context[0] == UserMessage("read the notes many times")
         assert all(r.status == 200 for r in server.requests)
+
+
+async def test_the_sizes_a_compaction_reports_are_measured_alike(
+    wire: ProviderKind, cwd: Path
+) -> None:
+    """The size before is the provider's count; the size after used to be rawtrio's own
+    estimate, so a provider counting fewer tokens than the estimate (another tokenizer; here
+    one that reports 60) made a compaction that shrank the context look like it grew."""
+    counted = {"input_tokens": 60}
+    rules = scenario()["rules"]
+    rules[1]["replies"] = [{**reply, "usage": counted} for reply in rules[1]["replies"]]
+    settings = CompactionSettings(keep_last_turns=1, auto=False)
+    async with session_on(
+        {"rules": rules}, wire, cwd, compaction=settings, **{**SMALL, "context_window": None}
+    ) as (session, _, _):
+        for i in range(3):
+            await session.run_turn(turn_text(i))
+        ended = await session.compact()
+        assert ended.outcome == "compacted", ended.reason
+        assert ended.tokens_before < 1_000  # the provider's count (60) and the last reply
+        assert 0 < ended.tokens_after < ended.tokens_before
