@@ -33,7 +33,8 @@ from rawtrio.checkpoints.restore import (
     finish_interrupted,
     plan_rewind,
 )
-from rawtrio.errors import UsageError
+from rawtrio.contracts import CLEANUP_DEADLINE_S
+from rawtrio.errors import SessionError, UsageError
 
 if TYPE_CHECKING:
     from rawtrio.checkpoints.model import ChangeSet
@@ -222,12 +223,23 @@ async def rewind(
     if what != "files":
         record = await runtime.get_session(session_id)
         title = f"{record.title or 'untitled'} (rewound to prompt {number})"
-        new_id = await runtime.fork_session(session_id, before_turn=prompt.turn_id, title=title)
     outcomes: list[Outcome] = []
-    if plan is not None and plan.change_sets:
-        assert store is not None
-        outcomes = await trio.to_thread.run_sync(
-            functools.partial(apply_rewind, store, plan, force=force)
+    # From here on the rewind changes things. A cancellation (Ctrl-C, SIGTERM) landing now
+    # is delivered once both halves are done, so a fork never goes without its files; the
+    # deadline bounds the wait on a store or host that stopped answering.
+    with trio.move_on_after(CLEANUP_DEADLINE_S) as finishing:
+        finishing.shield = True
+        if title is not None:
+            new_id = await runtime.fork_session(session_id, before_turn=prompt.turn_id, title=title)
+        if plan is not None and plan.change_sets:
+            assert store is not None
+            outcomes = await trio.to_thread.run_sync(
+                functools.partial(apply_rewind, store, plan, force=force)
+            )
+    if finishing.cancelled_caught:
+        raise SessionError(
+            f"the rewind did not finish within {CLEANUP_DEADLINE_S:g} s: the session store "
+            f"did not answer{f' after forking {new_id}' if new_id else ''}"
         )
     applied = not outcomes or outcomes[-1].applied
     conflicts = plan.conflicts if plan is not None else ()

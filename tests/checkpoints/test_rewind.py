@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from rawtrio import events as ev
 from rawtrio.checkpoints import rewind
@@ -255,3 +256,49 @@ async def test_a_compaction_between_prompts_is_undone_or_kept_by_where_the_fork_
             assert result.session_id is not None
             forked = await runtime.store.load_context(result.session_id)
             assert forked == contexts[number - 1], number
+
+
+async def test_a_cancel_that_lands_after_the_fork_still_restores_the_files(
+    tmp_path: Path,
+) -> None:
+    """Once a rewind starts changing things it finishes both halves: a Ctrl-C or SIGTERM
+    landing between the fork and the file restore used to leave a fork whose files were
+    never put back (the restore was skipped by the cancellation)."""
+    project = make_small_project(tmp_path / "p")
+    state = tmp_path / "state" / "checkpoints"
+    async with session_on(scenario_three_turns(), "anthropic", project, checkpoint_dir=state) as (
+        session,
+        _server,
+        runtime,
+    ):
+        ran = Ran(session, runtime, runtime.store, CheckpointStore(state, project))
+        await ran.turns(project)
+        prompts = await ran.prompts()
+        forks: list[str] = []
+
+        class CancelledAfterFork:
+            async def fork_session(
+                self, source_id: str, *, before_turn: str | None = None, title: str | None = None
+            ) -> str:
+                new_id = await runtime.fork_session(source_id, before_turn=before_turn, title=title)
+                forks.append(new_id)
+                scope.cancel(reason="Ctrl-C right after the fork")
+                return new_id
+
+            async def get_session(self, session_id: str) -> Any:
+                return await runtime.get_session(session_id)
+
+        result = None
+        with trio.CancelScope() as scope:
+            result = await rewind.rewind(
+                CancelledAfterFork(), ran.cp, session.id, prompts, 2, "both"
+            )
+            await trio.lowlevel.checkpoint()  # the cancel comes at the next checkpoint
+        assert scope.cancelled_caught
+        assert result is not None  # the rewind's result still reached its caller
+        assert result.applied
+        assert result.session_id == forks[0]
+        assert len(forks) == 1
+        assert picture(project) == ran.pictures[1]  # the files went back with the fork
+        states = {c.number: c.state for c in ran.cp.change_sets(session.id)}
+        assert states == {1: "applied", 2: "undone", 3: "undone"}
