@@ -59,7 +59,8 @@ from rawtrio.permissions.approval import AlwaysScope, ApprovalDecision, Approval
 
 if TYPE_CHECKING:
     from rawtrio.app.options import SessionSetup
-    from rawtrio.runtime import Runtime, SessionOptions
+    from rawtrio.checkpoints.store import CheckpointStore
+    from rawtrio.runtime import Runtime, Session, SessionOptions
     from rawtrio.store.base import SessionRecord
 
 log = logging.getLogger(__name__)
@@ -582,15 +583,25 @@ async def _restore(
         raise p.invalid(f"turn must be an integer >= 1, got {json_type_name(number)}")
     force = _bool(params, "force")
     session = live.session
-    checkpoints = session.checkpoints
-    if checkpoints is None:
-        raise rawtrio_error(UsageError("checkpoints are off for this session"))
     if session.running_turn is not None:
         raise RpcError(TURN_IN_PROGRESS, "a turn is running; cancel it first to undo or redo")
     ready()
     try:
-        run = checkpoints.undo if undo else checkpoints.redo
-        outcome = await run(number, force=force)
+        checkpoints = session.checkpoints
+        if checkpoints is not None:
+            run = checkpoints.undo if undo else checkpoints.redo
+            outcome = await run(number, force=force)
+        else:  # off for this session: what its earlier runs recorded, as the shell does
+            from rawtrio.checkpoints import restore
+
+            stored = functools.partial(
+                restore.undo if undo else restore.redo,
+                _checkpoint_store(session, session.cwd),
+                session.id,
+                number,
+                force=force,
+            )
+            outcome = await trio.to_thread.run_sync(stored)
     except CheckpointError as exc:
         raise rawtrio_error(UsageError(str(exc))) from None
     cs = outcome.change_set
@@ -620,7 +631,6 @@ async def checkpoint_rewind(
     when the conversation was not rewound); the source session is left as it was."""
     from rawtrio.app.choice import writer_lease
     from rawtrio.checkpoints.rewind import WHATS, prompts_of, rewind
-    from rawtrio.checkpoints.store import CheckpointStore, checkpoints_root
 
     sid = p.required_string(params, "sessionId")
     number: Any = params.get("prompt")
@@ -643,10 +653,7 @@ async def checkpoint_rewind(
         async with writer_lease(runtime, sid):
             record = await runtime.get_session(sid)
             prompts = prompts_of(await runtime.session_events(sid))
-            if session is not None:
-                store = session.checkpoints.store if session.checkpoints is not None else None
-            else:
-                store = CheckpointStore(checkpoints_root(), Path(record.cwd))
+            store = _checkpoint_store(session, Path(record.cwd))
             result = await rewind(runtime, store, sid, prompts, number, what, force=force)
     except RawtrioError as exc:
         raise rawtrio_error(exc) from None
@@ -664,6 +671,18 @@ async def checkpoint_rewind(
         ],
         "text": result.describe(),
     }
+
+
+def _checkpoint_store(session: Session | None, cwd: Path) -> CheckpointStore:
+    """Where the checkpoints of a session working in `cwd` are: the live `session`'s own
+    store while it captures, else this state directory's store for `cwd` — the one `rawtrio
+    undo` reads. Checkpoints off stop a session's turns capturing; what its earlier runs
+    recorded stays undoable from every front end (docs/checkpoints.md, "Who may undo")."""
+    from rawtrio.checkpoints.store import CheckpointStore, checkpoints_root
+
+    if session is not None and session.checkpoints is not None:
+        return session.checkpoints.store
+    return CheckpointStore(checkpoints_root(), cwd)
 
 
 async def host_status(
