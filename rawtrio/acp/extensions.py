@@ -67,8 +67,13 @@ log = logging.getLogger(__name__)
 
 #: The JSON-RPC error code of a `RawtrioError` (docs/contracts.md).
 RAWTRIO_ERROR: Final = -32000
-#: `_rawtrio/session/submit` while a turn runs.
-TURN_IN_PROGRESS: Final = -32002
+#: ACP's "resource not found", kept for both refusals clients already rely on it for: a
+#: turn runs in the session (`_rawtrio/session/submit`, `undo`, `redo`, `rewind`), or the
+#: session is not live in this host. `data.reason` tells them apart (docs/acp.md).
+TURN_IN_PROGRESS: Final = RESOURCE_NOT_FOUND
+#: `data.reason` of a -32002 answer: a turn runs there; the session is not live here.
+TURN_RUNNING: Final = "turn_running"
+NOT_LIVE: Final = "not_live"
 
 _MODES: Final = ("default", "accept-edits", "plan", "bypass")
 #: The session flags a client may send (`rawtrio/cli/flags.py` and `--trust`, `--yes`):
@@ -345,8 +350,14 @@ def _live_session(conn: AcpConnection, params: Mapping[str, Any]) -> Any:
         raise RpcError(
             RESOURCE_NOT_FOUND,
             f"session {sid!r} is not live in this host: start it with _rawtrio/session/start",
+            {"reason": NOT_LIVE},
         )
     return live
+
+
+def turn_running(message: str) -> RpcError:
+    """The refusal of an operation that waits for the session's turn to end."""
+    return RpcError(TURN_IN_PROGRESS, message, {"reason": TURN_RUNNING})
 
 
 async def session_submit(
@@ -357,7 +368,7 @@ async def session_submit(
     try:
         turn_id = await live.session.submit(text)
     except TurnInProgress as exc:
-        raise RpcError(TURN_IN_PROGRESS, str(exc)) from None
+        raise turn_running(str(exc)) from None
     except RawtrioError as exc:
         raise rawtrio_error(exc) from None
     return {"turnId": turn_id}
@@ -584,7 +595,7 @@ async def _restore(
     force = _bool(params, "force")
     session = live.session
     if session.running_turn is not None:
-        raise RpcError(TURN_IN_PROGRESS, "a turn is running; cancel it first to undo or redo")
+        raise turn_running("a turn is running; cancel it first to undo or redo")
     ready()
     try:
         checkpoints = session.checkpoints
@@ -643,7 +654,7 @@ async def checkpoint_rewind(
     live = conn.agent.sessions.get(sid)
     session = live.session if live is not None and not live.session.closed else None
     if session is not None and session.running_turn is not None:
-        raise RpcError(TURN_IN_PROGRESS, "a turn is running; cancel it first to rewind")
+        raise turn_running("a turn is running; cancel it first to rewind")
     ready()
     runtime = conn.agent.runtime
     try:
