@@ -281,6 +281,7 @@ def test_a_host_session_with_checkpoints_off_undoes_from_the_store_as_the_shell_
     (hook / "sitecustomize.py").write_text(CHECKPOINTS_OFF)
     path = os.pathsep.join([str(hook), *filter(None, [os.environ.get("PYTHONPATH")])])
     host = HostProcess.start(place, "--idle-exit", "0", env={"PYTHONPATH": path})
+    client: Client | None = None
     try:
         host.wait_registered()
         client = Client.connect(place.paths.socket)
@@ -313,6 +314,8 @@ def test_a_host_session_with_checkpoints_off_undoes_from_the_store_as_the_shell_
         assert local == in_host
         assert picture(project) == after
     finally:
+        if client is not None:
+            client.close()  # again after a failure: a socket left open fails a later test
         host.proc.send_signal(signal.SIGTERM)
         host.wait_exit()
 
