@@ -247,10 +247,13 @@ class AcpAgent:
 
 
 def unknown_session(session_id: str) -> RpcError:
+    """Not live here (no such session, or closed): `data.reason` as the host's own -32002
+    answers give it (`rawtrio.acp.extensions.NOT_LIVE`, docs/acp.md)."""
     return RpcError(
         RESOURCE_NOT_FOUND,
         f"unknown session {session_id!r}: create one with session/new, or attach to a "
         "stored one with session/load or session/resume",
+        {"reason": "not_live"},
     )
 
 

@@ -59,15 +59,21 @@ from rawtrio.permissions.approval import AlwaysScope, ApprovalDecision, Approval
 
 if TYPE_CHECKING:
     from rawtrio.app.options import SessionSetup
-    from rawtrio.runtime import Runtime, SessionOptions
+    from rawtrio.checkpoints.store import CheckpointStore
+    from rawtrio.runtime import Runtime, Session, SessionOptions
     from rawtrio.store.base import SessionRecord
 
 log = logging.getLogger(__name__)
 
 #: The JSON-RPC error code of a `RawtrioError` (docs/contracts.md).
 RAWTRIO_ERROR: Final = -32000
-#: `_rawtrio/session/submit` while a turn runs.
-TURN_IN_PROGRESS: Final = -32002
+#: ACP's "resource not found", kept for both refusals clients already rely on it for: a
+#: turn runs in the session (`_rawtrio/session/submit`, `undo`, `redo`, `rewind`), or the
+#: session is not live in this host. `data.reason` tells them apart (docs/acp.md).
+TURN_IN_PROGRESS: Final = RESOURCE_NOT_FOUND
+#: `data.reason` of a -32002 answer: a turn runs there; the session is not live here.
+TURN_RUNNING: Final = "turn_running"
+NOT_LIVE: Final = "not_live"
 
 _MODES: Final = ("default", "accept-edits", "plan", "bypass")
 #: The session flags a client may send (`rawtrio/cli/flags.py` and `--trust`, `--yes`):
@@ -344,8 +350,14 @@ def _live_session(conn: AcpConnection, params: Mapping[str, Any]) -> Any:
         raise RpcError(
             RESOURCE_NOT_FOUND,
             f"session {sid!r} is not live in this host: start it with _rawtrio/session/start",
+            {"reason": NOT_LIVE},
         )
     return live
+
+
+def turn_running(message: str) -> RpcError:
+    """The refusal of an operation that waits for the session's turn to end."""
+    return RpcError(TURN_IN_PROGRESS, message, {"reason": TURN_RUNNING})
 
 
 async def session_submit(
@@ -356,7 +368,7 @@ async def session_submit(
     try:
         turn_id = await live.session.submit(text)
     except TurnInProgress as exc:
-        raise RpcError(TURN_IN_PROGRESS, str(exc)) from None
+        raise turn_running(str(exc)) from None
     except RawtrioError as exc:
         raise rawtrio_error(exc) from None
     return {"turnId": turn_id}
@@ -582,15 +594,25 @@ async def _restore(
         raise p.invalid(f"turn must be an integer >= 1, got {json_type_name(number)}")
     force = _bool(params, "force")
     session = live.session
-    checkpoints = session.checkpoints
-    if checkpoints is None:
-        raise rawtrio_error(UsageError("checkpoints are off for this session"))
     if session.running_turn is not None:
-        raise RpcError(TURN_IN_PROGRESS, "a turn is running; cancel it first to undo or redo")
+        raise turn_running("a turn is running; cancel it first to undo or redo")
     ready()
     try:
-        run = checkpoints.undo if undo else checkpoints.redo
-        outcome = await run(number, force=force)
+        checkpoints = session.checkpoints
+        if checkpoints is not None:
+            run = checkpoints.undo if undo else checkpoints.redo
+            outcome = await run(number, force=force)
+        else:  # off for this session: what its earlier runs recorded, as the shell does
+            from rawtrio.checkpoints import restore
+
+            stored = functools.partial(
+                restore.undo if undo else restore.redo,
+                _checkpoint_store(session, session.cwd),
+                session.id,
+                number,
+                force=force,
+            )
+            outcome = await trio.to_thread.run_sync(stored)
     except CheckpointError as exc:
         raise rawtrio_error(UsageError(str(exc))) from None
     cs = outcome.change_set
@@ -620,7 +642,6 @@ async def checkpoint_rewind(
     when the conversation was not rewound); the source session is left as it was."""
     from rawtrio.app.choice import writer_lease
     from rawtrio.checkpoints.rewind import WHATS, prompts_of, rewind
-    from rawtrio.checkpoints.store import CheckpointStore, checkpoints_root
 
     sid = p.required_string(params, "sessionId")
     number: Any = params.get("prompt")
@@ -633,7 +654,7 @@ async def checkpoint_rewind(
     live = conn.agent.sessions.get(sid)
     session = live.session if live is not None and not live.session.closed else None
     if session is not None and session.running_turn is not None:
-        raise RpcError(TURN_IN_PROGRESS, "a turn is running; cancel it first to rewind")
+        raise turn_running("a turn is running; cancel it first to rewind")
     ready()
     runtime = conn.agent.runtime
     try:
@@ -643,10 +664,7 @@ async def checkpoint_rewind(
         async with writer_lease(runtime, sid):
             record = await runtime.get_session(sid)
             prompts = prompts_of(await runtime.session_events(sid))
-            if session is not None:
-                store = session.checkpoints.store if session.checkpoints is not None else None
-            else:
-                store = CheckpointStore(checkpoints_root(), Path(record.cwd))
+            store = _checkpoint_store(session, Path(record.cwd))
             result = await rewind(runtime, store, sid, prompts, number, what, force=force)
     except RawtrioError as exc:
         raise rawtrio_error(exc) from None
@@ -664,6 +682,18 @@ async def checkpoint_rewind(
         ],
         "text": result.describe(),
     }
+
+
+def _checkpoint_store(session: Session | None, cwd: Path) -> CheckpointStore:
+    """Where the checkpoints of a session working in `cwd` are: the live `session`'s own
+    store while it captures, else this state directory's store for `cwd` — the one `rawtrio
+    undo` reads. Checkpoints off stop a session's turns capturing; what its earlier runs
+    recorded stays undoable from every front end (docs/checkpoints.md, "Who may undo")."""
+    from rawtrio.checkpoints.store import CheckpointStore, checkpoints_root
+
+    if session is not None and session.checkpoints is not None:
+        return session.checkpoints.store
+    return CheckpointStore(checkpoints_root(), cwd)
 
 
 async def host_status(

@@ -76,17 +76,12 @@ def main(argv: list[str]) -> int:
             f"rawtrio rewind: --to takes a prompt number (1, 2, …), not {args.to}", file=sys.stderr
         )
         return ExitCode.USAGE
-    try:
-        return trio.run(_run, args)
-    except SessionLocked as exc:  # outside trio: the host client blocks
-        from rawtrio.cli.undo import host_holding, locked_text
+    from rawtrio.cli.undo import through_holder
 
-        host = host_holding(exc)
-        if host is not None:
-            with host:
-                return _rewind_in_host(host, exc, args)
-        print(f"rawtrio rewind: {locked_text(exc, 'rewind')}", file=sys.stderr)
-        return ExitCode.SESSION_LOCKED
+    # Outside trio: the host client blocks. A host that let the session go: rewound here.
+    return through_holder(
+        lambda: trio.run(_run, args), lambda host, exc: _rewind_in_host(host, exc, args), "rewind"
+    )
 
 
 async def _run(args: argparse.Namespace) -> int:

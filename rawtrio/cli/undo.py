@@ -8,7 +8,10 @@ nothing is written, the files are listed, and the exit code is `EXIT_CONFLICT` (
 its files are put back: a session open in another process (a chat, a headless run) is
 refused with exit code 5, naming the holder — undo there, or close it first. A session live
 in this state directory's host (`rawtrio serve`, of this version) is undone by the host
-(`_rawtrio/undo`, `_rawtrio/redo`), with the output and exit code of a local run.
+(`_rawtrio/undo`, `_rawtrio/redo`), with the output and exit code of a local run; a host
+that answers the session is no longer live in it (it closed between the host's status and
+the request: -32002 with `data.reason` "not_live") has let it go, and it is undone here
+(`through_holder`, which `rawtrio rewind` shares).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ import argparse
 import functools
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Final
 
@@ -33,6 +37,14 @@ if TYPE_CHECKING:
 
 #: Undo or redo refused because files changed outside rawtrio since the turn.
 EXIT_CONFLICT: Final = 6
+#: How many times `through_holder` runs the operation here: again after a host let the
+#: session go, but not forever for a session that keeps being opened and closed there.
+LOCAL_TRIES: Final = 3
+
+
+class HostLetGo(Exception):
+    """The host answered that the session is not live in it (any more): it closed after the
+    host's status listed it, giving its lease back, so the operation can run here."""
 
 
 def build_parser(action: str) -> argparse.ArgumentParser:
@@ -75,18 +87,24 @@ def main(argv: list[str], action: str) -> int:
         for cs in sets:
             print(describe_line(cs))
         return ExitCode.COMPLETED
-    try:
+
+    def here() -> int:
         outcome = trio.run(_restore, store, session_id, args, action)
+        text = outcome.describe(action)
+        if not outcome.applied:
+            print(text, file=sys.stderr)
+            return EXIT_CONFLICT
+        print(text)
+        return ExitCode.COMPLETED
+
+    def in_host(host: HostConnection, exc: SessionLocked) -> int:
+        return _restore_in_host(host, exc, args, action)
+
+    try:
+        return through_holder(here, in_host, action)
     except CheckpointError as exc:
         print(f"rawtrio {action}: {exc}", file=sys.stderr)
         return ExitCode.ERROR
-    except SessionLocked as exc:
-        host = host_holding(exc)
-        if host is not None:
-            with host:
-                return _restore_in_host(host, exc, args, action)
-        print(f"rawtrio {action}: {locked_text(exc, action)}", file=sys.stderr)
-        return ExitCode.SESSION_LOCKED
     except RawtrioError as exc:
         from rawtrio.cli.sessions import fail
 
@@ -94,12 +112,32 @@ def main(argv: list[str], action: str) -> int:
     except OSError as exc:
         print(f"rawtrio {action}: {exc}", file=sys.stderr)
         return ExitCode.ERROR
-    text = outcome.describe(action)
-    if not outcome.applied:
-        print(text, file=sys.stderr)
-        return EXIT_CONFLICT
-    print(text)
-    return ExitCode.COMPLETED
+
+
+def through_holder(
+    here: Callable[[], int], in_host: Callable[[HostConnection, SessionLocked], int], action: str
+) -> int:
+    """Run `here` (which takes the session's writer lease); when another process holds the
+    session and it is this state directory's host with the session live (`host_holding`),
+    `in_host` asks the host instead. A host that answers the session is not live any more
+    (`HostLetGo`: it closed in between, its lease given back) is not a holder: `here` runs
+    again, at most `LOCAL_TRIES` times in all. Any other holder: the refusal, exit 5."""
+    tries = LOCAL_TRIES
+    while True:
+        tries -= 1
+        try:
+            return here()
+        except SessionLocked as exc:
+            host = host_holding(exc)
+            if host is not None:
+                try:
+                    with host:
+                        return in_host(host, exc)
+                except HostLetGo:
+                    if tries:
+                        continue  # the session is free now: here again
+            print(f"rawtrio {action}: {locked_text(exc, action)}", file=sys.stderr)
+            return ExitCode.SESSION_LOCKED
 
 
 async def _restore(
@@ -206,9 +244,13 @@ def ask_host(
 
 def host_refused(error: RemoteError, action: str) -> int:
     """A host's refusal, said as a local run says its errors: a turn running there is a
-    lease conflict (exit 5), an error a local run would raise exits with its code."""
+    lease conflict (exit 5), an error a local run would raise exits with its code. Raises
+    `HostLetGo` when the session is not live in the host any more (`through_holder` then
+    runs the operation here)."""
     from rawtrio.host.client import TURN_IN_PROGRESS
 
+    if error.not_live:
+        raise HostLetGo(error.message)
     if error.code == TURN_IN_PROGRESS:
         print(f"rawtrio {action}: {error.message}", file=sys.stderr)
         return ExitCode.SESSION_LOCKED

@@ -27,7 +27,11 @@ from rawtrio.host.paths import PROTOCOL, socket_path_fits
 
 #: JSON-RPC error codes of the attach protocol (docs/contracts.md).
 RAWTRIO_ERROR: Final = -32000  # an error a local run would raise: data {kind, exit_code}
+#: A turn runs in the session (`data.reason` `TURN_RUNNING`), or the session is not live in
+#: the host (`NOT_LIVE`): one code, as ACP clients know it, two reasons.
 TURN_IN_PROGRESS: Final = -32002
+TURN_RUNNING: Final = "turn_running"
+NOT_LIVE: Final = "not_live"
 METHOD_NOT_FOUND: Final = -32601
 #: The most one line from the host may hold (a big event: a long tool result).
 MAX_LINE: Final = 64 * 1024 * 1024
@@ -63,6 +67,13 @@ class RemoteError(Exception):
             return None
         code = self.data.get("exit_code")
         return code if isinstance(code, int) and not isinstance(code, bool) else None
+
+    @property
+    def not_live(self) -> bool:
+        """The host said the session is not live in it (closed, or never opened there):
+        nothing holds it on the host's behalf, unlike a turn running there."""
+        reason = self.data.get("reason") if isinstance(self.data, dict) else None
+        return self.code == TURN_IN_PROGRESS and reason == NOT_LIVE
 
 
 class HostInfo(NamedTuple):

@@ -64,6 +64,8 @@ log = logging.getLogger(__name__)
 #: The error codes of the attach protocol (docs/contracts.md).
 RAWTRIO_ERROR: Final = -32000
 TURN_IN_PROGRESS: Final = -32002
+#: `data.reason` of a -32002 answer for a session not live in the host (else a turn runs).
+NOT_LIVE: Final = "not_live"
 #: Events a subscription holds before it counts as lagging (as the local hub's default).
 SUBSCRIPTION_BUFFER: Final = 10_000
 #: Error kinds raised as their local class (the message is the host's).
@@ -97,9 +99,11 @@ def remote_error(exc: RpcError | ConnectionLost, host: str = "the host") -> Rawt
     """The local error for an error answer (or a lost connection)."""
     if isinstance(exc, ConnectionLost):
         return HostGone(f"{host} went away")
-    if exc.code == TURN_IN_PROGRESS:
-        return TurnInProgress(exc.message)
     data = exc.data if isinstance(exc.data, dict) else {}
+    if exc.code == TURN_IN_PROGRESS:  # `data.reason` says which (docs/acp.md)
+        if data.get("reason") == NOT_LIVE:
+            return SessionClosed(exc.message)
+        return TurnInProgress(exc.message)
     cls: type[RawtrioError] | None = None
     if exc.code == RAWTRIO_ERROR:
         cls = _KINDS.get(str(data.get("kind")))

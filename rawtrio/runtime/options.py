@@ -101,7 +101,8 @@ class SessionOptions:
     #: environment (`os.environ`, read when each process starts). Holds keys: not in repr.
     env: Mapping[str, str] | None = field(default=None, repr=False)
     #: Where the session's checkpoints go (`<state>/checkpoints`, rawtrio.checkpoints);
-    #: None: nothing is captured and there is nothing to undo.
+    #: None: its turns capture nothing (what earlier runs of it recorded stays undoable
+    #: from the store: docs/checkpoints.md, "Who may undo").
     checkpoint_dir: Path | None = None
 
     def in_directory(self, cwd: Path) -> SessionOptions:

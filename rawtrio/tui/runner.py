@@ -155,12 +155,7 @@ def _chat_boot(args: argparse.Namespace) -> Boot:
         await trio.to_thread.run_sync(_import_runtime)
         from rawtrio.app import Choice, open_app
 
-        where = None
-        if args.resume and not args.cwd:  # the session's own project (rawtrio.app.choice)
-            from rawtrio.app.choice import stored_directory
-
-            where = await stored_directory(args.resume)
-        if not await _ask_trust(app, args, where):
+        if not await _ask_trust(app, args, await _resumed_directory(args)):
             return
         choice = Choice.from_args(args)
         async with contextlib.AsyncExitStack() as stack:
@@ -190,6 +185,20 @@ def _chat_boot(args: argparse.Namespace) -> Boot:
             await app.closed.wait()
 
     return boot
+
+
+async def _resumed_directory(args: argparse.Namespace) -> Path | None:
+    """The stored directory of the session `--resume ID` names, unless `--cwd` is given:
+    the session works there, under that project's configuration (`rawtrio.app.choice`; a
+    host resolves it the same way), so its files are the ones the trust prompt asks about,
+    attached or not. One read of the store's file (`stored_directory`), before any runtime
+    or host session is opened; None: the run's directory (opening the session then says
+    what is wrong with the id)."""
+    if not args.resume or args.cwd:
+        return None
+    from rawtrio.app.choice import stored_directory
+
+    return await stored_directory(args.resume)
 
 
 async def _ask_trust(app: ChatApp, args: argparse.Namespace, where: Path | None = None) -> bool:
@@ -264,7 +273,7 @@ def _attached_boot(args: argparse.Namespace, conn: HostConnection, info: HostInf
             flags=session_flags(args),
             explicit_cwd=args.cwd is not None,
         )
-        if not await _ask_trust(app, args):
+        if not await _ask_trust(app, args, await _resumed_directory(args)):
             return
         choice = Choice.from_args(args)
         with conn:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import time
 from typing import Any
 
@@ -241,3 +242,89 @@ def test_the_hosts_rewind_never_changes_a_session_open_in_another_process(
     finally:
         leases.release(sid)
     assert picture(project) == after
+
+
+#: Imported by a sitecustomize (through PYTHONPATH) in the host only: every session it
+#: opens has checkpoints off (`SessionOptions.checkpoint_dir = None`, as an embedder of the
+#: runtime may choose): its turns capture nothing.
+CHECKPOINTS_OFF = """\
+import dataclasses
+import rawtrio.app.application as application
+_prepare = application.prepare_session
+async def _off(*args, **kwargs):
+    setup = await _prepare(*args, **kwargs)
+    options = dataclasses.replace(setup.options, checkpoint_dir=None)
+    return dataclasses.replace(setup, options=options)
+application.prepare_session = _off
+"""
+
+
+def test_a_host_session_with_checkpoints_off_undoes_from_the_store_as_the_shell_does(
+    place: Place,
+) -> None:
+    """Checkpoints off for a session stop its turns capturing; the checkpoints its earlier
+    runs recorded stay undoable (docs/checkpoints.md, "Who may undo"). The shell's `rawtrio
+    undo`, `redo` and `rewind --files` of such a session live in a real host answer what
+    they answer run locally once the host lets the session go."""
+    project = make_small_project(place.iso.cwd)
+    pictures = []
+    sid = ""
+    for text in PROMPTS:  # recorded by local runs, checkpoints on
+        pictures.append(picture(project))
+        resume = ("--resume", sid) if sid else ()
+        done = place.rawtrio("-p", text, *resume, "--no-attach", "--output-format", "json")
+        assert done.returncode == 0, done.stderr
+        sid = json.loads(done.stdout)["session_id"]
+    after = picture(project)
+    hook = place.iso.root / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(CHECKPOINTS_OFF)
+    path = os.pathsep.join([str(hook), *filter(None, [os.environ.get("PYTHONPATH")])])
+    host = HostProcess.start(place, "--idle-exit", "0", env={"PYTHONPATH": path})
+    client: Client | None = None
+    try:
+        host.wait_registered()
+        client = Client.connect(place.paths.socket)
+        client.initialize()
+        client.start(place, choice={"resume": sid}, flags={"base_url": place.base_url})
+        run_turn(client, sid, "say nothing")  # the session works in the host
+        sets = CheckpointStore(place.state / "checkpoints", project)
+        assert len(sets.change_sets(sid)) == 3
+
+        undone = place.rawtrio("undo")
+        assert undone.returncode == 0, undone.stderr
+        assert undone.stdout.startswith(f"undo checkpoint 3 of session {sid[:8]}"), undone.stdout
+        assert picture(project) == pictures[2]
+        redone = place.rawtrio("redo", "--session", sid[:8])
+        assert redone.returncode == 0, redone.stderr
+        assert picture(project) == after
+        rewound = place.rawtrio("rewind", "--to", "2", "--files")
+        assert rewound.returncode == 0, rewound.stderr
+        assert picture(project) == pictures[1]
+        in_host = (undone.stdout, redone.stdout)
+        assert place.rawtrio("redo").returncode == 0
+        assert place.rawtrio("redo").returncode == 0
+        assert picture(project) == after
+        client.close()  # the host closes the idle session once no front end is left on it
+        deadline = time.monotonic() + LIVENESS_S
+        while sid in {s["id"] for s in _host_sessions(place)}:
+            assert time.monotonic() < deadline, "the host never let the session go"
+            time.sleep(0.05)
+        local = (place.rawtrio("undo").stdout, place.rawtrio("redo", "--session", sid[:8]).stdout)
+        assert local == in_host
+        assert picture(project) == after
+    finally:
+        if client is not None:
+            client.close()  # again after a failure: a socket left open fails a later test
+        host.proc.send_signal(signal.SIGTERM)
+        host.wait_exit()
+
+
+def _host_sessions(place: Place) -> list[dict[str, Any]]:
+    client = Client.connect(place.paths.socket)
+    try:
+        client.initialize()
+        sessions: list[dict[str, Any]] = client.result("_rawtrio/host/status", {})["sessions"]
+        return sessions
+    finally:
+        client.close()

@@ -185,6 +185,7 @@ def test_unknown_session_is_a_fast_error(client: RawClient) -> None:
         err = client.call(method, params)["error"]
         assert err["code"] == -32002, (method, err)
         assert "unknown session 'no-such'" in err["message"]
+        assert err["data"] == {"reason": "not_live"}, (method, err)
     assert time.monotonic() - started < LIVENESS_S
 
 

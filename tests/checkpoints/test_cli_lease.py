@@ -165,3 +165,129 @@ async def test_a_host_that_is_not_the_holder_or_of_another_version_is_not_asked(
             assert refused.stdout == ""
             assert heard == [None]
             assert picture(project) == after
+
+
+def _shell(project: Path, env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rawtrio", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+@pytest.mark.parametrize(
+    ("args", "method"),
+    [(("undo",), "_rawtrio/undo"), (("rewind", "--to", "1", "--files"), "_rawtrio/rewind")],
+)
+async def test_a_session_the_host_let_go_before_it_was_asked_is_done_here(
+    tmp_path: Path, args: tuple[str, ...], method: str
+) -> None:
+    """The race of the shell's `rawtrio undo` (or `rewind`) with the session closing in the
+    host: the host's status lists it live, it closes (its lease given back) before the
+    request arrives, and the host answers -32002 with `data.reason` "not_live". The session
+    is free: the command takes its lease and does the work here, with a local run's output
+    and exit code, instead of printing the host's "not live" as a refusal (exit 5). The
+    host, played by a fake on the socket, is this test process, which holds the lease."""
+    project = make_small_project(tmp_path / "p")
+    state = tmp_path / "state"
+    with short_runtime_dir() as runtime_dir:
+        env = {**os.environ, "RAWTRIO_STATE_DIR": str(state), "XDG_RUNTIME_DIR": str(runtime_dir)}
+        paths = host_paths(state, env)
+        state.mkdir(parents=True, mode=0o700)
+        registration = Registration(os.getpid(), __version__, PROTOCOL, str(paths.socket), 0.0)
+        paths.registration.write_text(json.dumps(registration.to_json()), "utf-8")
+        async with (
+            SqliteStore(state / "sessions.db") as store,
+            session_on(
+                scenario_three_turns(),
+                "anthropic",
+                project,
+                store=store,
+                checkpoint_dir=state / "checkpoints",
+            ) as (session, _s, _),
+        ):
+            pictures = []
+            for text in PROMPTS:
+                pictures.append(picture(project))
+                await session.run_turn(text)
+            heard: list[object] = []
+            with fake_host(paths.socket) as host:
+
+                def serve() -> None:
+                    peer = host.accept()
+                    peer.handshake(pid=os.getpid())
+                    status = peer.expect("_rawtrio/host/status")
+                    live = {"id": session.id, "running": None, "clients": 1}
+                    peer.answer(status, {"sessions": [live]})
+                    request = peer.read()
+                    assert request is not None
+                    heard.append(request["method"])
+                    trio.from_thread.run(session.close)  # the lease is given back
+                    message = f"session {session.id!r} is not live in this host"
+                    peer.fail(request, -32002, message, {"reason": "not_live"})
+                    heard.append(peer.read())  # None: the client hung up
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(functools.partial(trio.to_thread.run_sync, serve))
+                    run = functools.partial(_shell, project, env, *args)
+                    done = await trio.to_thread.run_sync(run)
+            assert done.returncode == 0, done.stderr
+            assert "not live" not in done.stderr
+            assert heard == [method, None]
+            if args[0] == "undo":  # checkpoint 3 undone, here
+                assert done.stdout.startswith(f"undo checkpoint 3 of session {session.id[:8]}")
+                assert picture(project) == pictures[2]
+            else:  # every file back to before prompt 1
+                assert "rewound to prompt 1: 4 files restored" in done.stderr
+                assert picture(project) == pictures[0]
+            assert not store.leases.holds(session.id)  # given back by the command, too
+
+
+async def test_a_turn_running_in_the_host_is_still_its_refusal(tmp_path: Path) -> None:
+    """The other -32002 (`data.reason` "turn_running") is a refusal as before: exit 5 with
+    the host's message, nothing run here."""
+    project = make_small_project(tmp_path / "p")
+    state = tmp_path / "state"
+    with short_runtime_dir() as runtime_dir:
+        env = {**os.environ, "RAWTRIO_STATE_DIR": str(state), "XDG_RUNTIME_DIR": str(runtime_dir)}
+        paths = host_paths(state, env)
+        state.mkdir(parents=True, mode=0o700)
+        registration = Registration(os.getpid(), __version__, PROTOCOL, str(paths.socket), 0.0)
+        paths.registration.write_text(json.dumps(registration.to_json()), "utf-8")
+        async with (
+            SqliteStore(state / "sessions.db") as store,
+            session_on(
+                scenario_three_turns(),
+                "anthropic",
+                project,
+                store=store,
+                checkpoint_dir=state / "checkpoints",
+            ) as (session, _s, _),
+        ):
+            await session.run_turn(PROMPTS[0])
+            after = picture(project)
+            with fake_host(paths.socket) as host:
+
+                def serve() -> None:
+                    peer = host.accept()
+                    peer.handshake(pid=os.getpid())
+                    status = peer.expect("_rawtrio/host/status")
+                    live = {"id": session.id, "running": "t9", "clients": 1}
+                    peer.answer(status, {"sessions": [live]})
+                    request = peer.expect("_rawtrio/undo")
+                    message = "a turn is running; cancel it first to undo or redo"
+                    peer.fail(request, -32002, message, {"reason": "turn_running"})
+                    assert peer.read() is None  # the client hung up, asking nothing more
+
+                async with trio.open_nursery() as nursery:
+                    nursery.start_soon(functools.partial(trio.to_thread.run_sync, serve))
+                    done = await trio.to_thread.run_sync(
+                        functools.partial(_shell, project, env, "undo")
+                    )
+            assert done.returncode == 5, done.stderr
+            assert "a turn is running; cancel it first to undo or redo" in done.stderr
+            assert picture(project) == after
+            assert store.leases.holds(session.id)  # still the live session's

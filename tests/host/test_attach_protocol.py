@@ -71,6 +71,7 @@ def test_start_submit_events_usage(place: Place, host: HostProcess) -> None:
     unknown = client.call("_rawtrio/session/submit", {"sessionId": "nope", "text": "x"})
     assert unknown["error"]["code"] == -32002
     assert "not live in this host" in unknown["error"]["message"]
+    assert unknown["error"]["data"] == {"reason": "not_live"}  # not a turn running
     client.close()
 
 
@@ -140,6 +141,7 @@ def test_two_connections_on_one_session_cancel_from_the_other(
     second.wait_event("tool_call_started")
     busy = second.call("_rawtrio/session/submit", {"sessionId": sid, "text": "me too"})
     assert busy["error"]["code"] == -32002  # one turn at a time, whoever submits
+    assert busy["error"]["data"] == {"reason": "turn_running"}  # the session is live
     # A third joins mid-turn and asks for everything after seq 0: history, then live.
     third = _client(place)
     assert third.start(place, flags=flags, choice={"resume": sid}, since=0)["running"]

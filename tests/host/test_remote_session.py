@@ -14,11 +14,18 @@ import trio
 
 from rawtrio import __version__
 from rawtrio import events as ev
+from rawtrio.acp.jsonrpc import RpcError
 from rawtrio.app.choice import Choice
 from rawtrio.contracts import TurnOutcome
-from rawtrio.errors import TurnInProgress, UnknownSession, UsageError
+from rawtrio.errors import SessionClosed, TurnInProgress, UnknownSession, UsageError
 from rawtrio.host.client import HostConnection
-from rawtrio.host.remote import RemoteApp, RemoteOptions, RemoteSession, open_remote_app
+from rawtrio.host.remote import (
+    RemoteApp,
+    RemoteOptions,
+    RemoteSession,
+    open_remote_app,
+    remote_error,
+)
 from rawtrio.permissions.approval import ApprovalDecision, UnknownApprovalRequest
 from rawtrio.permissions.rules import PermissionMode
 from tests.headless.support import LIVENESS_S
@@ -49,6 +56,18 @@ async def _until(session: RemoteSession, predicate: Any) -> ev.Event:
             if predicate(e):
                 return e
     raise AssertionError("the session closed first")
+
+
+def test_the_two_refusals_of_32002_are_told_apart_by_their_reason() -> None:
+    """-32002 is a turn running in the session or the session not live in the host;
+    `data.reason` says which, and each is raised as its local class (the chat says "a
+    turn is running" only when one is)."""
+    busy = RpcError(-32002, "session s1 is running a turn", {"reason": "turn_running"})
+    gone = RpcError(-32002, "session 's1' is not live in this host", {"reason": "not_live"})
+    assert isinstance(remote_error(busy), TurnInProgress)
+    closed = remote_error(gone)
+    assert isinstance(closed, SessionClosed)
+    assert str(closed) == "session 's1' is not live in this host"
 
 
 async def test_the_session_operations_of_the_chat(place: Place, host: HostProcess) -> None:

@@ -4,6 +4,7 @@ real application, store and runtime; no terminal), then `/resume ID`."""
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 import json
@@ -22,9 +23,14 @@ from rawtrio.runtime.session import Session
 from rawtrio.tui.app import ChatApp
 from rawtrio.tui.commands import run_command
 from rawtrio.tui.host import ChatSetup
-from rawtrio.tui.runner import _chat_boot
+from rawtrio.tui.runner import Boot, _attached_boot, _chat_boot
+from rawtrio.tui.start import find_host
+from tests.host.conftest import base_url, host, model, place
+from tests.host.support import HostProcess, Place
 from tests.host.test_resume_config import deny_writes_to
 from tests.test_settings import home  # noqa: F401  (the `home` fixture)
+
+__all__ = ["base_url", "host", "model", "place"]  # the host tests' fixtures, used here
 
 USER = """
 default_model = "local"
@@ -39,10 +45,13 @@ api_key = { env = "LOCAL_KEY" }
 
 @contextlib.asynccontextmanager
 async def booted_chat(
-    argv: list[str], ask_trust: Callable[[list[Any]], Awaitable[str]] | None = None
+    argv: list[str],
+    ask_trust: Callable[[list[Any]], Awaitable[str]] | None = None,
+    boot: Callable[[argparse.Namespace], Boot] = _chat_boot,
 ) -> AsyncIterator[ChatApp]:
     """The chat's own boot of `rawtrio ARGV` (a real application, no terminal), held once it
-    attached to its session; the trust prompt, if any, answered by `ask_trust`."""
+    attached to its session; the trust prompt, if any, answered by `ask_trust`. `boot`
+    makes the boot from the arguments (the local chat's by default)."""
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:
             setup = ChatSetup(runtime=None, options=None, agent="-", history_path=None)
@@ -57,7 +66,7 @@ async def booted_chat(
             app.attach = attach_and_tell  # type: ignore[method-assign]
             if ask_trust is not None:
                 app.ask_trust = ask_trust  # type: ignore[method-assign,assignment]
-            nursery.start_soon(_chat_boot(build_parser().parse_args(argv)), app)
+            nursery.start_soon(boot(build_parser().parse_args(argv)), app)
             await attached.wait()
             try:
                 yield app
@@ -162,6 +171,53 @@ async def test_resume_at_start_asks_trust_for_the_sessions_own_project(
     given = {"command": "make all"}
     decided = evaluate(session.options.permission_rules, "bash", given, read_only=False)
     assert decided.effect is Effect.ALLOW  # the trusted file's allow rule applies
+
+
+async def test_the_attached_chat_asks_trust_for_the_resumed_sessions_own_project(
+    place: Place,
+    host: HostProcess,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Attached to a running host, `rawtrio --resume ID` run elsewhere asks about the
+    session's project's files as the local chat does (the host resolves the session's
+    configuration there), not the run directory's; "trust" records the project's file in
+    the trust store the host reads."""
+    project, here = place.iso.root / "project", place.iso.cwd
+    for name, value in place.env().items():
+        monkeypatch.setenv(name, value)
+    (project / ".claude").mkdir(parents=True)
+    (here / ".claude").mkdir(parents=True)
+    made = place.rawtrio(
+        "-p", "hello", "--no-attach", "--cwd", str(project), "--output-format", "json"
+    )
+    assert made.returncode == 0, made.stderr
+    sid = json.loads(made.stdout)["session_id"]
+    for folder in (project, here):
+        (folder / ".claude" / "settings.json").write_text(
+            json.dumps({"permissions": {"allow": ["Bash(make:*)"]}})
+        )
+    monkeypatch.chdir(here)
+    asked: list[Path] = []
+
+    async def trust(files: list[Any]) -> str:  # the user answers "trust"
+        asked.extend(f.path for f in files)
+        return "trust"
+
+    def attached(args: argparse.Namespace) -> Boot:
+        found = find_host(args)  # the host `rawtrio.tui.start` finds before the first frame
+        assert found is not None, "the chat did not find the running host"
+        return _attached_boot(args, *found)
+
+    async with booted_chat(["--resume", sid], trust, attached) as app:
+        session = app.session
+        assert session is not None
+        assert not isinstance(session, Session)  # the host's session, not a local one
+        assert session.id == sid
+        assert session.cwd == project
+    assert asked == [project / ".claude" / "settings.json"]
+    folders = json.loads((place.state / "trust.json").read_text())["folders"]
+    assert str((project / ".claude" / "settings.json").resolve()) in folders
+    assert str((here / ".claude" / "settings.json").resolve()) not in folders
 
 
 def test_the_line_chats_trust_question_for_resume_names_the_sessions_project(
