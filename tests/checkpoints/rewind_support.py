@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from rawtrio.store.sqlite import SqliteStore
 from tests.checkpoints.helpers import call
+from tests.conftest import session_on
+
+if TYPE_CHECKING:
+    from rawtrio.runtime.session import Session
 
 PROMPTS = ("first change", "second change", "third change")
 
@@ -53,3 +60,20 @@ def make_small_project(root: Path) -> Path:
     (root / "run.sh").write_bytes(b"#!/bin/sh\necho run\n")
     (root / "run.sh").chmod(0o640)
     return root
+
+
+@contextlib.asynccontextmanager
+async def stored_session(project: Path, state: Path) -> AsyncIterator[tuple[SqliteStore, Session]]:
+    """A session of `scenario_three_turns` open in this process (its writer lease held),
+    stored in `state`'s SQLite store with its checkpoints beside it, as rawtrio keeps them."""
+    async with (
+        SqliteStore(state / "sessions.db") as store,
+        session_on(
+            scenario_three_turns(),
+            "anthropic",
+            project,
+            store=store,
+            checkpoint_dir=state / "checkpoints",
+        ) as (session, _server, _runtime),
+    ):
+        yield store, session

@@ -4,12 +4,14 @@ and the commands run as real processes beside it."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,14 +21,35 @@ from rawtrio import __version__
 from rawtrio.app.choice import writer_lease
 from rawtrio.checkpoints.store import CheckpointStore
 from rawtrio.contracts import TurnOutcome
-from rawtrio.host.paths import PROTOCOL, Registration, host_paths
+from rawtrio.host.paths import PROTOCOL, HostPaths, Registration, host_paths
 from rawtrio.store.sqlite import SqliteStore
 from tests.checkpoints.helpers import picture
-from tests.checkpoints.rewind_support import PROMPTS, make_small_project, scenario_three_turns
+from tests.checkpoints.rewind_support import (
+    PROMPTS,
+    make_small_project,
+    scenario_three_turns,
+    stored_session,
+)
 from tests.checkpoints.test_cli_undo import rawtrio
 from tests.conftest import session_on
 from tests.host.fake_host import fake_host
 from tests.host.support import short_runtime_dir
+
+
+@contextlib.contextmanager
+def registered_host(
+    state: Path, *, pid: int | None = None, version: str = __version__, started: float = 0.0
+) -> Iterator[tuple[dict[str, str], HostPaths]]:
+    """The environment of a shell whose state dir names a host (this test process by
+    default) registered at the socket a fake host may listen on."""
+    with short_runtime_dir() as runtime_dir:
+        env = {**os.environ, "RAWTRIO_STATE_DIR": str(state), "XDG_RUNTIME_DIR": str(runtime_dir)}
+        paths = host_paths(state, env)
+        state.mkdir(parents=True, mode=0o700)
+        holder = os.getpid() if pid is None else pid
+        registration = Registration(holder, version, PROTOCOL, str(paths.socket), started)
+        paths.registration.write_text(json.dumps(registration.to_json()), "utf-8")
+        yield env, paths
 
 
 async def test_undo_and_rewind_of_a_session_open_elsewhere_are_refused_with_exit_5(
@@ -34,16 +57,7 @@ async def test_undo_and_rewind_of_a_session_open_elsewhere_are_refused_with_exit
 ) -> None:
     project = make_small_project(tmp_path / "p")
     state = tmp_path / "state"
-    async with (
-        SqliteStore(state / "sessions.db") as store,
-        session_on(
-            scenario_three_turns(),
-            "anthropic",
-            project,
-            store=store,
-            checkpoint_dir=state / "checkpoints",
-        ) as (session, _s, _),
-    ):
+    async with stored_session(project, state) as (store, session):
         for text in PROMPTS:
             await session.run_turn(text)
         after = picture(project)
@@ -117,24 +131,9 @@ async def test_a_host_that_is_not_the_holder_or_of_another_version_is_not_asked(
     after the handshake (the client hangs up)."""
     project = make_small_project(tmp_path / "p")
     state = tmp_path / "state"
-    with short_runtime_dir() as runtime_dir:
-        env = {**os.environ, "RAWTRIO_STATE_DIR": str(state), "XDG_RUNTIME_DIR": str(runtime_dir)}
-        paths = host_paths(state, env)
-        pid = os.getpid() if pid_is_holder else 777
-        state.mkdir(parents=True)
-        started = time.time()
-        registration = Registration(pid, version, PROTOCOL, str(paths.socket), started)
-        paths.registration.write_text(json.dumps(registration.to_json()), "utf-8")
-        async with (
-            SqliteStore(state / "sessions.db") as store,
-            session_on(
-                scenario_three_turns(),
-                "anthropic",
-                project,
-                store=store,
-                checkpoint_dir=state / "checkpoints",
-            ) as (session, _s, _),
-        ):
+    pid = os.getpid() if pid_is_holder else 777
+    with registered_host(state, pid=pid, version=version, started=time.time()) as (env, paths):
+        async with stored_session(project, state) as (_store, session):
             await session.run_turn(PROMPTS[0])
             after = picture(project)
             with fake_host(paths.socket) as host:
@@ -193,22 +192,8 @@ async def test_a_session_the_host_let_go_before_it_was_asked_is_done_here(
     host, played by a fake on the socket, is this test process, which holds the lease."""
     project = make_small_project(tmp_path / "p")
     state = tmp_path / "state"
-    with short_runtime_dir() as runtime_dir:
-        env = {**os.environ, "RAWTRIO_STATE_DIR": str(state), "XDG_RUNTIME_DIR": str(runtime_dir)}
-        paths = host_paths(state, env)
-        state.mkdir(parents=True, mode=0o700)
-        registration = Registration(os.getpid(), __version__, PROTOCOL, str(paths.socket), 0.0)
-        paths.registration.write_text(json.dumps(registration.to_json()), "utf-8")
-        async with (
-            SqliteStore(state / "sessions.db") as store,
-            session_on(
-                scenario_three_turns(),
-                "anthropic",
-                project,
-                store=store,
-                checkpoint_dir=state / "checkpoints",
-            ) as (session, _s, _),
-        ):
+    with registered_host(state) as (env, paths):
+        async with stored_session(project, state) as (store, session):
             pictures = []
             for text in PROMPTS:
                 pictures.append(picture(project))
@@ -251,22 +236,8 @@ async def test_a_turn_running_in_the_host_is_still_its_refusal(tmp_path: Path) -
     the host's message, nothing run here."""
     project = make_small_project(tmp_path / "p")
     state = tmp_path / "state"
-    with short_runtime_dir() as runtime_dir:
-        env = {**os.environ, "RAWTRIO_STATE_DIR": str(state), "XDG_RUNTIME_DIR": str(runtime_dir)}
-        paths = host_paths(state, env)
-        state.mkdir(parents=True, mode=0o700)
-        registration = Registration(os.getpid(), __version__, PROTOCOL, str(paths.socket), 0.0)
-        paths.registration.write_text(json.dumps(registration.to_json()), "utf-8")
-        async with (
-            SqliteStore(state / "sessions.db") as store,
-            session_on(
-                scenario_three_turns(),
-                "anthropic",
-                project,
-                store=store,
-                checkpoint_dir=state / "checkpoints",
-            ) as (session, _s, _),
-        ):
+    with registered_host(state) as (env, paths):
+        async with stored_session(project, state) as (store, session):
             await session.run_turn(PROMPTS[0])
             after = picture(project)
             with fake_host(paths.socket) as host:

@@ -10,25 +10,15 @@ from rawtrio.checkpoints.store import CheckpointStore
 from rawtrio.messages import UserMessage
 from rawtrio.store.sqlite import SqliteStore
 from tests.checkpoints.helpers import Picture, picture
-from tests.checkpoints.rewind_support import PROMPTS, make_small_project, scenario_three_turns
+from tests.checkpoints.rewind_support import PROMPTS, make_small_project, stored_session
 from tests.checkpoints.test_cli_undo import rawtrio
-from tests.conftest import session_on
 
 
 async def three_turns(tmp_path: Path) -> tuple[Path, Path, str, list[Picture]]:
     project = make_small_project(tmp_path / "p")
     state = tmp_path / "state"
     pictures = []
-    async with (
-        SqliteStore(state / "sessions.db") as store,
-        session_on(
-            scenario_three_turns(),
-            "anthropic",
-            project,
-            store=store,
-            checkpoint_dir=state / "checkpoints",
-        ) as (session, _s, _),
-    ):
+    async with stored_session(project, state) as (_store, session):
         for text in PROMPTS:
             pictures.append(picture(project))
             await session.run_turn(text)
