@@ -213,3 +213,16 @@ def processes_with(marker: str) -> list[psutil.Process]:
             if any(marker in part for part in p.info["cmdline"] or ()) and p.pid != os.getpid():
                 found.append(p)
     return found
+
+
+def sleep_rule(seconds: str, marker: str) -> dict[str, Any]:
+    """A scenario rule: "sleep a while" runs `sleep SECONDS` in bash, then says "slept".
+    Distinct `seconds` and `marker` per test file find (or miss) its processes by name."""
+    command = f"echo started; sleep {seconds}; echo {marker}"
+    return {
+        "match": "sleep a while",
+        "replies": [
+            {"tool_calls": [{"name": "bash", "arguments": {"command": command}}]},
+            {"text": "slept"},
+        ],
+    }

@@ -24,6 +24,7 @@ from tests.dashboard_browser.support import (
     processes_with,
     screenshot,
     send_prompt,
+    sleep_rule,
     wait_turn_ended,
 )
 from tests.headless.support import LiveRun, wait_until
@@ -74,23 +75,7 @@ SCENARIO: dict[str, Any] = {
                 {"text": "Wrote `greet.py`."},
             ],
         },
-        {
-            "match": "sleep a while",
-            "replies": [
-                {
-                    "tool_calls": [
-                        {
-                            "name": "bash",
-                            "arguments": {
-                                "command": f"echo started; sleep {SLEEP_SECONDS}; "
-                                f"echo {SLEEP_MARKER}"
-                            },
-                        }
-                    ]
-                },
-                {"text": "slept"},
-            ],
-        },
+        sleep_rule(SLEEP_SECONDS, SLEEP_MARKER),
         {
             "match": "headless",
             "replies": [

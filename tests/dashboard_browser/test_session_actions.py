@@ -20,6 +20,7 @@ from tests.dashboard_browser.support import (
     processes_with,
     screenshot,
     send_prompt,
+    sleep_rule,
     wait_turn_ended,
 )
 from tests.headless.support import LIVENESS_S, wait_until
@@ -52,23 +53,7 @@ SCENARIO: dict[str, Any] = {
         # Slow enough (about 1.5 s) that the page shows it under way.
         {"match": "@compaction", "replies": [{"text": SUMMARY, "chunk": 3, "delay_ms": 100}]},
         {"match": "tell me more", "replies": [{"text": LONG_REPLY}]},
-        {
-            "match": "sleep a while",
-            "replies": [
-                {
-                    "tool_calls": [
-                        {
-                            "name": "bash",
-                            "arguments": {
-                                "command": f"echo started; sleep {SLEEP_SECONDS}; "
-                                f"echo {SLEEP_MARKER}"
-                            },
-                        }
-                    ]
-                },
-                {"text": "slept"},
-            ],
-        },
+        sleep_rule(SLEEP_SECONDS, SLEEP_MARKER),
         {"match": "*", "replies": [{"text": "Hello from the fake model."}]},
     ]
 }
