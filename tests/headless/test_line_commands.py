@@ -14,7 +14,11 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
+import trio
+
 from rawtrio.cli.repl_commands import LINE_COMMANDS
+from rawtrio.store.paths import DB_NAME
+from rawtrio.store.sqlite import SqliteStore
 from rawtrio.testing.fake_model import FakeModelServer
 from tests.headless.conftest import FakeModel
 from tests.headless.support import Isolation, LiveRun, run_rawtrio
@@ -299,3 +303,38 @@ def test_agent_and_new_start_where_rawtrio_was_launched(
     made_here = [s for s in sessions(iso) if s["id"] != other["id"]]
     assert len(made_here) == 2
     assert {Path(s["cwd"]) for s in made_here} == {iso.cwd.resolve()}
+
+
+def test_resume_names_an_ambiguous_id_prefix_and_the_chat_stays(
+    iso: Isolation, fake_model: FakeModel
+) -> None:
+    made = run_rawtrio(iso, "-p", "say hello", "--base-url", fake_model.base_url, env=KEYS)
+    assert made.returncode == 0, made.stderr
+    [db] = (iso.home / ".local" / "state").rglob(DB_NAME)
+    twins = ["abcd" + "1" * 28, "abcd" + "2" * 28]  # two stored ids sharing a prefix
+
+    async def store_twins() -> None:
+        async with SqliteStore(db) as store:
+            for sid in twins:
+                await store.create_session(
+                    session_id=sid,
+                    cwd=str(iso.cwd),
+                    system_prompt="",
+                    provider="anthropic",
+                    model="fake",
+                    title="twin",
+                )
+
+    trio.run(store_twins)
+    chat = Chat(iso, "--base-url", fake_model.base_url)
+    try:
+        chat.wait_for("/help lists the commands")
+        chat.send("/resume abcd")
+        chat.wait_for("rawtrio: 'abcd' is the start of 2 session ids; give more of it")
+        chat.send("/resume abcd2")
+        chat.wait_for(f"resumed session {twins[1]}")
+        chat.turn("say hello")
+        chat.leave()
+    finally:
+        chat.close()
+    assert user_texts(iso, twins[1]) == ["say hello"]
