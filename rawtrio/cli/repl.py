@@ -11,8 +11,12 @@ The chat is stored like every session (in the state directory, `rawtrio.app.open
 picked up again with `--continue` or `--resume ID` (optionally `--fork`ed), here or with
 `rawtrio -p`; a resumed chat starts by showing its last turns. A new chat left without a
 single message is deleted on the way out, so it never becomes what `--continue` finds.
-A `/rewind` of the conversation goes on in the fork it made (`_rewind`): the chat closes
-the session it was in (left as it was) and prints the fork's events from then on.
+The chat's commands (`/help`, `/new`, `/resume`, `/model`, `/undo`, `/rewind`, ...) are
+`rawtrio.cli.repl_commands.LINE_COMMANDS`; a line that is none of them, also an unknown
+`/word`, is sent to the model. A command that changes sessions (`/new`, `/resume`, `/fork`,
+`/sessions`, `/agent NAME`, a `/rewind` of the conversation) opens the next session first,
+then closes the one the chat was in (`LineChat.switch`), so a refusal (a session open in
+another process) leaves the chat where it was.
 """
 
 from __future__ import annotations
@@ -29,22 +33,20 @@ import trio
 
 from rawtrio import events as ev
 from rawtrio.app import App, Choice, open_app
-from rawtrio.cli.repl_commands import Ask, diff_text, memory_text, restore_text, rewind_session
+from rawtrio.cli.repl_commands import LINE_COMMANDS
 from rawtrio.cli.sessions import fail, render_history
 from rawtrio.cli.signals import Interrupted, SignalLatch
-from rawtrio.context.accounting import describe as describe_usage
 from rawtrio.contracts import ExitCode
-from rawtrio.errors import (
-    RawtrioError,
-    UsageError,
-)
+from rawtrio.errors import RawtrioError, UsageError
 from rawtrio.permissions.approval import AlwaysScope, ApprovalDecision
 from rawtrio.runtime import Runtime, Session
+from rawtrio.runtime.session import SessionOptions
 from rawtrio.runtime.view import (
     ApprovalView,
     Change,
     CompactionView,
     MessageView,
+    ModeView,
     NoticeView,
     ToolCallView,
     ToolPhase,
@@ -117,12 +119,18 @@ def _ask_trust(args: argparse.Namespace) -> bool:
 async def run(args: argparse.Namespace, choice: Choice) -> int:
     try:
         async with open_app(args, notify=_say_notice) as app:
+            # New sessions (`/new`, `/agent NAME`) start where rawtrio was launched, with
+            # the launch's options, also after `--resume ID` opened a session elsewhere.
+            launch_dir = Path(await trio.Path(args.cwd or os.getcwd()).resolve())
+            options, agent = app.options, app.agent
             session = await app.start_session(choice)
-            exit_code, left = await _chat(app, session, resumed=not choice.new)
+            chat = LineChat(app, session, options, agent, launch_dir)
+            if choice.new:
+                chat.created.add(session.id)
+            exit_code = await chat.run(resumed=not choice.new)
+            left = chat.session
             await left.close("leaving the chat")
-            # A fork `/rewind` switched to is kept even without a message (it was asked for).
-            created = choice.new and left is session
-            await _forget_if_empty(app.runtime, left.id, created=created)
+            await _forget_if_empty(app.runtime, left.id, created=left.id in chat.created)
     except RawtrioError as exc:
         return fail(exc)
     return exit_code
@@ -132,125 +140,169 @@ def _say_notice(notice: str) -> None:
     print(f"rawtrio: {notice}", file=sys.stderr)
 
 
-async def _forget_if_empty(runtime: Runtime, session_id: str, *, created: bool) -> None:
+async def _forget_if_empty(
+    runtime: Runtime, session_id: str, *, created: bool, say: bool = True
+) -> None:
     """Delete a chat that never got a message; otherwise say how to come back to it."""
     record = await runtime.get_session(session_id)
     if created and record.message_count == 0:
         await runtime.delete_session(session_id)
         return
-    sys.stdout.write(f"session {session_id} — resume it with: rawtrio --resume {session_id}\n")
+    if say:
+        sys.stdout.write(f"session {session_id} — resume it with: rawtrio --resume {session_id}\n")
 
 
-async def _chat(app: App, session: Session, *, resumed: bool) -> tuple[int, Session]:
-    """The chat until the user leaves; the exit code and the session it ended in (another
-    than `session` after `/rewind` forked the conversation)."""
-    out = sys.stdout
-    options = session.options
-    if resumed:
-        render_history(session.record, await session.events_since(0), out, turns=RECAP_TURNS)
+class LineChat:
+    """The chat until the user leaves: the session it is in (another one after `/new`,
+    `/resume`, `/fork`, `/sessions`, `/agent` or a `/rewind` that forked the conversation)
+    and what its commands use (`rawtrio.cli.repl_commands.LineHost`)."""
+
+    def __init__(
+        self, app: App, session: Session, options: SessionOptions, agent: str, launch_dir: Path
+    ) -> None:
+        self.app = app
+        self.session = session
+        #: The options and agent new sessions start with (`/new`, `/agent NAME`).
+        self.options = options
+        self.agent = agent
+        self.launch_dir = launch_dir
+        #: Sessions this chat created: left without a message, they are deleted.
+        self.created: set[str] = set()
+        self.leaving = False
+        self._rendering: trio.CancelScope | None = None
+        self._nursery: trio.Nursery | None = None
+        self._lines: trio.MemoryReceiveChannel[str | None] | None = None
+        self._sigints: AsyncIterator[int] | None = None
+
+    @property
+    def runtime(self) -> Runtime:
+        return self.app.runtime
+
+    async def run(self, *, resumed: bool) -> int:
+        """Prompt, run, print until the user leaves; the exit code."""
+        out = sys.stdout
+        options = self.session.options
+        if resumed:
+            await self._recap(self.session)
+        out.write(
+            f"rawtrio — {options.provider.kind} {options.provider.model} in {options.cwd}\n"
+            f"session {self.session.id}; /help lists the commands; Ctrl-C cancels a turn; "
+            "Ctrl-D or Ctrl-C twice exits.\n"
+        )
+        stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
+        exit_code = ExitCode.COMPLETED
+        with (
+            trio.open_signal_receiver(signal.SIGINT) as sigints,
+            trio.open_signal_receiver(signal.SIGTERM) as sigterms,
+        ):
+            async with trio.open_nursery() as nursery:
+
+                async def leave_on_sigterm() -> None:
+                    nonlocal exit_code
+                    async for _ in sigterms:
+                        exit_code = ExitCode.SIGTERM
+                        session = self.session
+                        turn_id = session.running_turn
+                        if turn_id is not None and session.cancel("received SIGTERM"):
+                            await session.wait_turn(turn_id)
+                        nursery.cancel_scope.cancel(reason="received SIGTERM")
+                        return
+
+                nursery.start_soon(leave_on_sigterm)
+                self._nursery, self._sigints = nursery, sigints
+                self._rendering = await nursery.start(_render, self.session)
+                send, self._lines = trio.open_memory_channel[str | None](0)
+                nursery.start_soon(_feed, stdin, send)
+                await self._prompts()
+                nursery.cancel_scope.cancel(reason="leaving the chat")
         out.write("\n")
-    out.write(
-        f"rawtrio — {options.provider.kind} {options.provider.model} in {options.cwd}\n"
-        f"session {session.id}; Ctrl-C cancels a turn; Ctrl-D or Ctrl-C twice exits.\n"
-    )
-    stdin = trio.lowlevel.FdStream(os.dup(sys.stdin.fileno()))
-    exit_code = ExitCode.COMPLETED
-    with (
-        trio.open_signal_receiver(signal.SIGINT) as sigints,
-        trio.open_signal_receiver(signal.SIGTERM) as sigterms,
-    ):
-        async with trio.open_nursery() as nursery:
+        return exit_code
 
-            async def leave_on_sigterm() -> None:
-                nonlocal exit_code
-                async for _ in sigterms:
-                    exit_code = ExitCode.SIGTERM
-                    turn_id = session.running_turn
-                    if turn_id is not None and session.cancel("received SIGTERM"):
-                        await session.wait_turn(turn_id)
-                    nursery.cancel_scope.cancel(reason="received SIGTERM")
+    async def _prompts(self) -> None:
+        out = sys.stdout
+        last_idle_sigint = -DOUBLE_CTRL_C_S
+        while not self.leaving:
+            out.write("\n> ")
+            out.flush()
+            line, sig = await self.next_input()
+            if sig:
+                now = trio.current_time()
+                if now - last_idle_sigint < DOUBLE_CTRL_C_S:
                     return
+                last_idle_sigint = now
+                out.write("\n(press Ctrl-C again to exit)")
+                continue
+            if line is None:
+                return
+            if not line.strip():
+                continue
+            name, _, arg = line.strip().partition(" ")
+            command = LINE_COMMANDS.get(name)
+            try:
+                if command is None:  # a message, also an unknown /word
+                    await _turn(self.session, line, self.sigints, self.lines)
+                else:
+                    await command.run(self, arg.strip())
+            except RawtrioError as exc:
+                out.write(f"rawtrio: {exc}\n")
 
-            nursery.start_soon(leave_on_sigterm)
-            rendering: trio.CancelScope = await nursery.start(_render, session)
-            last_idle_sigint = -DOUBLE_CTRL_C_S
-            pending_line: trio.MemoryReceiveChannel[str | None]
-            send, pending_line = trio.open_memory_channel[str | None](0)
-            nursery.start_soon(_feed, stdin, send)
-            while True:
-                out.write("\n> ")
-                out.flush()
-                line, sig = await _next_input(pending_line, sigints)
-                if sig:
-                    now = trio.current_time()
-                    if now - last_idle_sigint < DOUBLE_CTRL_C_S:
-                        break
-                    last_idle_sigint = now
-                    out.write("\n(press Ctrl-C again to exit)")
-                    continue
-                if line is None:
-                    break
-                if not line.strip():
-                    continue
-                command = line.strip()
-                if command == "/cost":
-                    out.write(describe_usage(session.usage) + "\n")
-                    continue
-                name, _, arg = command.partition(" ")
+    @property
+    def lines(self) -> trio.MemoryReceiveChannel[str | None]:
+        assert self._lines is not None
+        return self._lines
 
-                async def ask(question: str) -> str | None:
-                    out.write(question + "\n> ")
-                    out.flush()
-                    answer, _sig = await _next_input(pending_line, sigints)
-                    return answer
+    @property
+    def sigints(self) -> AsyncIterator[int]:
+        assert self._sigints is not None
+        return self._sigints
 
-                try:
-                    if name == "/compact":
-                        await _compact(session, arg.strip(), sigints)
-                    elif name in ("/undo", "/redo"):
-                        undo = name == "/undo"
-                        out.write(await restore_text(session, arg.strip(), undo=undo, ask=ask))
-                        out.write("\n")
-                    elif name == "/rewind":
-                        fork = await _rewind(app.runtime, session, arg.strip(), ask)
-                        if fork is not None:  # the chat goes on in the fork
-                            rendering.cancel(reason="switching to the fork")
-                            left, session = session, fork
-                            await left.close("rewound into a fork")
-                            rendering = await nursery.start(_render, session)
-                    elif name == "/diff":
-                        out.write(await diff_text(session, arg.strip()) + "\n")
-                    elif command == "/memory":
-                        out.write(await memory_text(session.cwd) + "\n")
-                    else:
-                        await _turn(session, line, sigints, pending_line)
-                except RawtrioError as exc:
-                    out.write(f"rawtrio: {exc}\n")
-            nursery.cancel_scope.cancel(reason="leaving the chat")
-    out.write("\n")
-    return exit_code, session
+    async def next_input(self) -> tuple[str | None, bool]:
+        """The next line typed (None: end of input), or True for a Ctrl-C first."""
+        return await _next_input(self.lines, self.sigints)
 
+    async def ask(self, question: str) -> str | None:
+        """`question`, and the line typed in answer (None: end of input or Ctrl-C)."""
+        sys.stdout.write(question + "\n> ")
+        sys.stdout.flush()
+        answer, _sig = await self.next_input()
+        return answer
 
-async def _rewind(runtime: Runtime, session: Session, arg: str, ask: Ask) -> Session | None:
-    """`/rewind [N [what]]` (`repl_commands.rewind_session`); a refusal is said, naming
-    what was wrong. The fork the conversation was rewound into, opened (None: the chat
-    stays in `session`)."""
-    out = sys.stdout
-    try:
-        text, result = await rewind_session(session, runtime, arg, ask)
-    except RawtrioError as exc:
-        out.write(f"/rewind: {exc}\n")
-        return None
-    out.write(text + "\n")
-    if result is None or result.session_id is None:
-        return None
-    fork = await runtime.open_session(result.session_id, session.options)  # the same folder
-    out.write(
-        f"the chat goes on in session {fork.id}; {session.id} is left as it was "
-        f"(rawtrio --resume {session.id} goes back to it)\n"
-        f"prompt {result.prompt.number} was: {result.prompt.text}\n"
-    )
-    return fork
+    async def switch(self, session: Session, *, created: bool, recap: bool) -> None:
+        """Go on in `session` (open already): the current one is closed (deleted when the
+        chat created it and it has no message; otherwise how to resume it is said unless
+        it is a `/rewind`'s source), then `session`'s events are printed."""
+        left = self.session
+        assert self._rendering is not None
+        assert self._nursery is not None
+        self._rendering.cancel(reason="switching sessions")
+        self.session = session
+        if created:
+            self.created.add(session.id)
+        await left.close("leaving the session")
+        await _forget_if_empty(
+            self.runtime, left.id, created=left.id in self.created, say=recap or created
+        )
+        if recap:
+            await self._recap(session)
+        self._rendering = await self._nursery.start(_render, session)
+
+    async def _recap(self, session: Session) -> None:
+        events = await session.events_since(0)
+        render_history(session.record, events, sys.stdout, turns=RECAP_TURNS)
+        sys.stdout.write("\n")
+
+    async def options_for_cwd(
+        self, cwd: Path, agent: str | None = None
+    ) -> tuple[SessionOptions, tuple[str, ...]]:
+        """That project's configuration, with this run's flags and the chat's agent (or
+        `agent`)."""
+        setup = await self.app.options_for(cwd=cwd, agent=agent or self.agent)
+        return setup.options, setup.notices
+
+    async def options_for_agent(self, name: str) -> tuple[SessionOptions, str]:
+        """The run's options with the agent `name` (`ConfigError` listing the agents)."""
+        setup = await self.app.options_for(agent=name)
+        return setup.options, setup.agent
 
 
 async def _turn(
@@ -290,20 +342,6 @@ async def _turn(
             nursery.start_soon(answer_permissions)
             await session.wait_turn(turn_id)
             nursery.cancel_scope.cancel(reason="turn ended")
-
-
-async def _compact(session: Session, focus: str, sigints: AsyncIterator[int]) -> None:
-    """`/compact [focus]`: compact the model context now; Ctrl-C cancels it."""
-    async with trio.open_nursery() as nursery:
-
-        async def cancel_on_sigint() -> None:
-            async for _ in sigints:
-                if session.cancel("cancelled by the user (Ctrl-C)"):
-                    sys.stdout.write("\ncancelling…\n")
-
-        nursery.start_soon(cancel_on_sigint)
-        await session.compact(focus or None)
-        nursery.cancel_scope.cancel(reason="compaction ended")
 
 
 def _decision(typed: str) -> ApprovalDecision:
@@ -393,6 +431,8 @@ def _print_change(change: Change, out: TextIO) -> None:
             out.write(f"[{item.name} → {item.status.value}]\n")
     elif isinstance(item, ApprovalView) and item.decision == "cancelled":
         out.write("[permission request cancelled]\n")
+    elif isinstance(item, ModeView):
+        out.write(f"\n(permission mode: {item.mode})\n")
     elif isinstance(item, NoticeView):
         out.write(f"\n({item.level}: {item.text})\n")
     elif isinstance(item, TurnEndView):

@@ -7,7 +7,6 @@ A prompt that starts with `//` is sent to the model with one `/` removed.
 from __future__ import annotations
 
 import functools
-import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -15,19 +14,28 @@ from typing import TYPE_CHECKING, Any
 import trio
 import urwid
 
+from rawtrio.app.chat_commands import (
+    SESSIONS_LISTED,
+    mode_shown,
+    model_shown,
+    options_for_stored,
+    options_where_launched,
+    parse_mode,
+    session_line,
+    switch_model,
+)
 from rawtrio.app.choice import resolve_id
 from rawtrio.errors import RawtrioError, TurnInProgress, UsageError
-from rawtrio.permissions.rules import PermissionMode
 
 if TYPE_CHECKING:
     from rawtrio.checkpoints.rewind import Prompt, What
     from rawtrio.checkpoints.store import CheckpointStore
     from rawtrio.store.base import SessionRecord
-    from rawtrio.tui.host import ChatHost, ChatOptions
+    from rawtrio.tui.host import ChatHost
 
 Handler = Callable[["ChatHost", str], Awaitable[None]]
 #: Sessions the picker lists at most.
-PICKER_LIMIT = 50
+PICKER_LIMIT = SESSIONS_LISTED
 
 
 async def run_command(app: ChatHost, text: str) -> None:
@@ -83,18 +91,13 @@ async def _switch(
     notices: tuple[str, ...] = ()
     if session_id is not None:
         record = await runtime.get_session(session_id)
-        cwd = Path(record.cwd)
-        if not await trio.Path(cwd).is_dir():
-            raise UsageError(f"session {record.id} works in {record.cwd}, which is gone")
-        make = app.setup.options_for_cwd
-        if make is not None and cwd != options.cwd:
-            # Its own project's configuration, as `rawtrio --resume` gives it; resolved
-            # before the current session is left, so a bad file there changes nothing.
-            opened, notices = await make(cwd)
-        else:
-            opened = options.in_directory(cwd)
+        # Its own project's configuration, as `rawtrio --resume` gives it; resolved
+        # before the current session is left, so a bad file there changes nothing.
+        opened, notices = await options_for_stored(record, options, app.setup.options_for_cwd)
     else:
-        opened, notices = await _where_launched(app, options)
+        opened, notices = await options_where_launched(
+            options, app.setup.launch_dir, app.setup.options_for_cwd
+        )
     await app.leave_session()
     app.transcript.clear()
     if record is None:
@@ -115,22 +118,6 @@ async def _switch(
     if not quiet:  # the caller says what happened
         what = f"forked {record.id} as" if fork else "resumed"
         app.transcript.note(f"  {what} session {session.id}", "dim")
-
-
-async def _where_launched(
-    app: ChatHost, options: ChatOptions
-) -> tuple[ChatOptions, tuple[str, ...]]:
-    """The options of a new session (and their configuration notices): in the directory
-    rawtrio was launched in. After `rawtrio --resume ID` run elsewhere the chat's options
-    are the resumed session's directory's, which apply to that session only."""
-    home = app.setup.launch_dir
-    if home is None or options.cwd == home:
-        return options, ()
-    make = app.setup.options_for_cwd
-    if make is None:
-        return options.in_directory(home), ()
-    found: tuple[ChatOptions, tuple[str, ...]] = await make(home)
-    return found
 
 
 async def _resume(app: ChatHost, arg: str) -> None:
@@ -210,13 +197,10 @@ async def _model(app: ChatHost, arg: str) -> None:
     if session is None:
         raise UsageError("the session is still starting")
     if not arg:
-        names = session.model_names
-        listed = ", ".join(names) if names else "(no other models configured)"
-        app.transcript.note(f"  model: {session.model_name}; configured: {listed}")
+        app.transcript.note(f"  {model_shown(session)}")
         return
     _idle(app, "switch models")
-    await session.set_model(arg)
-    app.transcript.note(f"  model: {session.model_name} from the next request on")
+    app.transcript.note(f"  {await switch_model(session, arg)}")
 
 
 async def _mode(app: ChatHost, arg: str) -> None:
@@ -224,15 +208,10 @@ async def _mode(app: ChatHost, arg: str) -> None:
     session = app.session
     if session is None:
         raise UsageError("the session is still starting")
-    choices = ", ".join(m.value for m in PermissionMode)
     if not arg:
-        app.transcript.note(f"  permission mode: {session.policy.mode.value} (choices: {choices})")
+        app.transcript.note(f"  {mode_shown(session)}")
         return
-    try:
-        mode = PermissionMode(arg)
-    except ValueError:
-        raise UsageError(f"unknown mode {arg!r}; choices: {choices}") from None
-    session.set_mode(mode)
+    session.set_mode(parse_mode(arg))
 
 
 async def _cost(app: ChatHost, arg: str) -> None:
@@ -495,8 +474,7 @@ class SessionPicker(urwid.WidgetWrap[urwid.LineBox[urwid.Widget]]):
     def _draw(self) -> None:
         markup: list[Any] = []
         for n, r in enumerate(self.records):
-            stamp = time.strftime("%m-%d %H:%M", time.localtime(r.updated_at))
-            line = f"{r.id[:8]}  {stamp}  {r.message_count:>4} msgs  {r.title or 'untitled'}"
+            line = session_line(r)
             attr = "perm selected" if n == self.selected else "perm option"
             markup += ["\n" if n else "", (attr, line)]
         self._text.set_text(markup)
