@@ -98,20 +98,24 @@ async def _switch(
         opened, notices = await options_where_launched(
             options, app.setup.launch_dir, app.setup.options_for_cwd
         )
+    # The next session is opened before the current one is left: a refusal (open in
+    # another process, its directory gone) leaves the chat where it was.
+    if record is None:
+        session = await runtime.create_session(opened)
+    else:
+        if not fork and app.session is not None and record.id == app.session.id:
+            raise UsageError(f"the chat is in session {record.id} already")
+        source = await runtime.fork_session(record.id) if fork else record.id
+        session = await runtime.open_session(source, opened)
     await app.leave_session()
     app.transcript.clear()
     if record is None:
         app.options = opened  # later new sessions start there too, resolved once
-        session = await runtime.create_session(opened)
         await app.attach(session, created=True, show_history=False)
         for notice in notices:
             app.transcript.note(f"  rawtrio: {notice}", "warning")
         app.transcript.note(f"  new session {session.id}", "dim")
         return
-    source = record.id
-    if fork:
-        source = await runtime.fork_session(record.id)
-    session = await runtime.open_session(source, opened)
     await app.attach(session, created=False, show_history=True)
     for notice in notices:
         app.transcript.note(f"  rawtrio: {notice}", "warning")

@@ -297,3 +297,32 @@ async def test_new_after_resume_at_start_starts_where_rawtrio_was_launched(
         assert effect("theirs.txt") is Effect.DENY  # the launch directory's rule
         assert effect("mine.txt") is not Effect.DENY  # the resumed session's: not
     assert made_new is not with_agent
+
+
+async def test_resuming_a_session_open_elsewhere_is_refused_and_the_chat_stays(
+    home: Path,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`/resume` (and a `/sessions` pick) of a session another process holds is refused,
+    and the chat goes on in its own session with its transcript. It used to close its
+    session and clear the screen first, so the refusal left a chat with no session."""
+    config = home / "user.toml"
+    config.write_text(USER)
+    monkeypatch.chdir(home)
+    argv = ["--config", str(config)]
+    async with open_app(build_parser().parse_args(argv)) as holder:
+        other = await holder.start_session(Choice())  # open here: its lease is held
+        async with booted_chat(argv) as app:
+            assert app.session is not None
+            mine = app.session.id
+            app.transcript.note("  shown before the /resume")
+            shown = len(app.transcript.walker)
+            await run_command(app, f"/resume {other.id}")
+            assert app.session is not None
+            assert app.session.id == mine
+            assert len(app.transcript.walker) == shown + 1  # kept, and the refusal added
+            [refusal] = app.transcript.walker[-1].items
+            assert f"session {other.id} is open in another process" in refusal[1]
+            await run_command(app, f"/resume {mine}")  # the chat's own: nothing to switch
+            assert app.session.id == mine
+            assert "already" in app.transcript.walker[-1].items[0][1]
