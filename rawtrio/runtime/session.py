@@ -580,8 +580,10 @@ class Session:
                 with scope:
                     result.append(await compaction.run_compaction(self, "manual", focus, None))
             finally:
-                await self.recorder.save_usage(self.model.usage_json())
+                # Free before the usage write's await, as a turn is free once it ended: a
+                # front end told `compaction_ended` may submit at once.
                 self._compaction = None
+                await self.recorder.save_usage(self.model.usage_json())
                 done.set()
 
         self._nursery.start_soon(compaction_task, name="compaction")

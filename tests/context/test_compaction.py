@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 import trio
@@ -14,6 +15,7 @@ from rawtrio.contracts import TurnOutcome
 from rawtrio.errors import TurnInProgress
 from rawtrio.hooks import HookEvent, HookSpec
 from rawtrio.messages import ProviderKind, ToolResult, UserMessage, check_pairing, message_to_json
+from rawtrio.runtime.recorder import USAGE_STATE_KEY
 from rawtrio.runtime.runtime import open_runtime
 from rawtrio.runtime.session import SessionOptions
 from rawtrio.store.memory import MemoryStore
@@ -306,3 +308,52 @@ async def test_the_sizes_a_compaction_reports_are_measured_alike(
         assert ended.outcome == "compacted", ended.reason
         assert ended.tokens_before < 1_000  # the provider's count (60) and the last reply
         assert 0 < ended.tokens_after < ended.tokens_before
+
+
+class SlowUsageStore(MemoryStore):
+    """Once `armed`, its next usage-totals write waits for `release` (a slow disk)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.armed = False
+        self.release = trio.Event()
+
+    async def set_state(self, session_id: str, key: str, value: Any) -> None:
+        if self.armed and key == USAGE_STATE_KEY:
+            self.armed = False
+            await self.release.wait()
+        await super().set_state(session_id, key, value)
+
+
+async def test_a_prompt_sent_once_compaction_ended_is_published_is_taken(
+    wire: ProviderKind, cwd: Path
+) -> None:
+    """A front end told `compaction_ended` may submit at once (the dashboard sends its
+    queued prompts then). The session used to stay "compacting" until the usage totals were
+    written, so on a slow disk that prompt was refused as busy."""
+    store = SlowUsageStore()
+    settings = CompactionSettings(keep_last_turns=1, auto=False)
+    async with session_on(
+        scenario(),
+        wire,
+        cwd,
+        store=store,
+        compaction=settings,
+        **{**SMALL, "context_window": None},
+    ) as (session, _, _):
+        for i in range(3):
+            await session.run_turn(turn_text(i))
+        store.armed = True
+        async with trio.open_nursery() as nursery:
+            told: ev.CompactionEnded | None = None
+            with session.subscribe() as events:
+                nursery.start_soon(session.compact)
+                async for event in events:
+                    if isinstance(event, ev.CompactionEnded):
+                        told = event
+                        break
+            assert told is not None
+            assert told.outcome == "compacted", told.reason
+            ended = await session.run_turn("and now?")  # the usage write still waits
+            assert ended.outcome is TurnOutcome.COMPLETED, ended.reason
+            store.release.set()
