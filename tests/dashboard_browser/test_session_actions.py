@@ -29,6 +29,8 @@ from tests.host.support import Client, Place
 if TYPE_CHECKING:
     from playwright.sync_api import BrowserContext, Locator, Page
 
+#: How long a compaction may take to end (the summary is slow on purpose).
+ENDED_MS = LIVENESS_S * 1000
 SLEEP_SECONDS = "28.7654"
 SLEEP_MARKER = "rawtrio-dashboard-delete-marker"
 #: A focus that makes the fake model fail the summary request (a 400: not retried).
@@ -50,8 +52,8 @@ SCENARIO: dict[str, Any] = {
             "match": SLOW_FOCUS,
             "replies": [{"text": SUMMARY, "chunk": 2, "delay_ms": 600}],
         },
-        # Slow enough (about 1.5 s) that the page shows it under way.
-        {"match": "@compaction", "replies": [{"text": SUMMARY, "chunk": 3, "delay_ms": 100}]},
+        # Slow enough (about 5 s) that the page shows it under way, even on a loaded machine.
+        {"match": "@compaction", "replies": [{"text": SUMMARY, "chunk": 3, "delay_ms": 300}]},
         {"match": "tell me more", "replies": [{"text": LONG_REPLY}]},
         sleep_rule(SLEEP_SECONDS, SLEEP_MARKER),
         {"match": "*", "replies": [{"text": "Hello from the fake model."}]},
@@ -118,10 +120,12 @@ def test_delete_asks_first_cancel_keeps_the_session_confirm_deletes_it(
     assert status_of(dashboard, f"/api/sessions/{session}") == 404
     expect(page.locator('[data-part="error"], [data-part="notice"]')).to_have_count(0)
     # The next page does not try to open it again, and the list stays without it.
+    other = dashboard.api("POST", "/api/sessions", {})["id"]
     again = open_page(browser, dashboard)
-    expect(again.locator(".empty")).to_be_visible()
-    again.locator(".sessions").wait_for()
+    entry(again, other).wait_for()  # the list has loaded: the page chose what to open
     expect(entry(again, session)).to_have_count(0)
+    expect(again.locator(".empty")).to_be_visible()
+    assert "#s=" not in again.url
     # The page goes on: a prompt starts a new session.
     one_turn(page, "a new start", 1)
     assert current_session(page) != session
@@ -265,7 +269,7 @@ def test_compact_after_a_few_turns_shows_the_result_and_the_session_goes_on(
     expect(page.get_by_label("Compact the context")).to_be_disabled()
     expect(page.locator('[data-part="connection"]')).to_have_text("compacting")
     # Then its result: what it did and the sizes before and after.
-    expect(item).to_have_attribute("data-state", "compacted")
+    expect(item).to_have_attribute("data-state", "compacted", timeout=ENDED_MS)
     ended = compaction_ended(dashboard, session)
     assert ended["outcome"] == "compacted"
     expect(item).to_contain_text("Context compacted")
@@ -292,7 +296,7 @@ def test_nothing_to_compact_is_said_in_the_transcript(
     page.get_by_label("Compact the context").click()
     page.get_by_role("dialog").get_by_role("button", name="Compact").click()
     item = items(page, "compaction")
-    expect(item).to_have_attribute("data-state", "unchanged")
+    expect(item).to_have_attribute("data-state", "unchanged", timeout=ENDED_MS)
     expect(item).to_contain_text("Context unchanged")
     expect(item.locator('[data-part="reason"]')).to_contain_text("nothing to compact")
     expect(page.get_by_label("Compact the context")).to_be_enabled()
@@ -308,7 +312,7 @@ def test_a_failed_compaction_shows_its_error(dashboard: Dashboard, browser: Brow
     dialog.get_by_label("Focus of the summary (optional)").fill(FAIL_FOCUS)
     dialog.get_by_role("button", name="Compact").click()
     item = items(page, "compaction")
-    expect(item).to_have_attribute("data-state", "error")
+    expect(item).to_have_attribute("data-state", "error", timeout=ENDED_MS)
     expect(item).to_contain_text("Compaction failed")
     expect(item.locator('[data-part="reason"]')).to_contain_text("the summary request failed")
     one_turn(page, "hello after the failure", 4)
@@ -328,7 +332,7 @@ def test_cancel_stops_a_compaction_and_the_context_stays(
     item = items(page, "compaction")
     expect(item).to_have_attribute("data-state", "running")
     page.locator("button.cancel").click()
-    expect(item).to_have_attribute("data-state", "cancelled")
+    expect(item).to_have_attribute("data-state", "cancelled", timeout=ENDED_MS)
     expect(item).to_contain_text("Compaction cancelled")
     expect(item.locator('[data-part="reason"]')).to_contain_text("the context is unchanged")
     assert compaction_ended(dashboard, session)["outcome"] == "cancelled"
@@ -379,7 +383,7 @@ def test_a_prompt_sent_while_another_front_end_compacts_goes_out_after_it(
     expect(item).to_have_attribute("data-state", "running")
     send_prompt(page, "hello after their compaction")
     expect(page.locator('[data-part="queue"]')).to_contain_text("hello after their compaction")
-    expect(item).to_have_attribute("data-state", "compacted")
+    expect(item).to_have_attribute("data-state", "compacted", timeout=ENDED_MS)
     wait_turn_ended(page, 4)
     expect(page.locator('[data-part="queue"]')).to_have_count(0)
     assert "hello after their compaction" in items(page, "user").last.inner_text()

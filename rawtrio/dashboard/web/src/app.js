@@ -10,6 +10,7 @@ import { loadPrefs, savePrefs } from "./prefs.js";
 import { CompactDialog, DeleteDialog } from "./dialogs.js";
 
 const LIST_REFRESH_MS = 4000;
+const BUSY_RETRY_MS = 300;
 
 function timeAgo(seconds) {
   const d = Date.now() / 1000 - seconds;
@@ -57,7 +58,7 @@ function SessionList({ sessions, current, onOpen, onDelete, query, onQuery, onMo
         ${sessions.map((s) => html`
           <li key=${s.id} class=${s.id === current ? "current" : ""} data-session-id=${s.id}>
             <button type="button" class="s-open" onClick=${() => onOpen(s.id)}
-                    onKeyDown=${(e) => { if (e.key === "Delete") { e.preventDefault(); onDelete(s); } }}>
+                    onKeyDown=${(e) => { if (e.key === "Delete" || e.key === "Backspace") { e.preventDefault(); onDelete(s); } }}>
               <span class="s-title">${s.title || "untitled"}</span>
               <span class="s-meta">
                 ${s.running ? html`<span class="dot running" title="running"></span>` : s.live ? html`<span class="dot live" title="live"></span>` : null}
@@ -318,6 +319,9 @@ export class App extends Component {
       if (session.running === "pending") session.running = null;
       if (err.code === "turn_in_progress" || err.code === "session_busy") {
         this.setState({ queue: [prompt, ...this.state.queue] });
+        // Busy with something the stream has not shown as running (or has just shown
+        // ending): try again shortly; a run the stream shows holds the queue until it ends.
+        if (!this.isRunning()) setTimeout(() => this.drainQueue(), BUSY_RETRY_MS);
       } else if (err.status === 401) {
         this.setState({ queue: [prompt, ...this.state.queue] });
         this.tokenRefused();

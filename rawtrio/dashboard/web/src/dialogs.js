@@ -17,6 +17,19 @@ class Modal extends Component {
     const el = this.ref.current;
     if (el && !el.open) el.showModal();
   }
+  componentDidUpdate() {
+    const el = this.ref.current;
+    if (!el) return;
+    // The browser may close a modal itself (a second Esc while busy): the page still
+    // shows it, so it opens again rather than leave Delete or Compact dead.
+    if (!el.open) el.showModal();
+    // A button that had the focus was disabled while busy: the focus goes back to the
+    // first button that can take it (Close, after a refusal).
+    if (!el.contains(document.activeElement)) {
+      const button = el.querySelector("button:not([disabled])");
+      if (button) button.focus();
+    }
+  }
   componentWillUnmount() {
     const el = this.ref.current;
     if (el && el.open) el.close();
@@ -73,7 +86,7 @@ export function CompactDialog({ form, onFocusText, onConfirm, onDismiss }) {
            task and the last turns stay as they are). The transcript here keeps everything.</p>
         <label class="field">
           <span>Focus of the summary (optional)</span>
-          <input name="focus" type="text" autocomplete="off" autofocus maxlength="10000"
+          <input name="focus" type="text" autocomplete="off" autofocus
                  placeholder="e.g. the API decisions and the open bugs"
                  value=${form.focus} onInput=${(e) => onFocusText(e.target.value)} />
         </label>

@@ -159,7 +159,7 @@ const CompactionItem = pure(({ item }) => {
   let sizes = "";
   if (running) sizes = `${tokens(item.tokensBefore)} in the context`;
   else if (item.outcome === "compacted") {
-    // Before is the provider's count, after an estimate: the saving is shown when clear.
+    // Both sizes are in one measure (the provider's count, the after scaled by the estimates).
     const saved = item.tokensBefore ? Math.round((1 - item.tokensAfter / item.tokensBefore) * 100) : 0;
     sizes = `${tokens(item.tokensBefore)} → ${tokens(item.tokensAfter)}${saved > 0 ? ` (−${saved}%)` : ""}`;
   } else sizes = `still ${tokens(item.tokensBefore)}`;
