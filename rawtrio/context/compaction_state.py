@@ -63,10 +63,17 @@ class CompactionState:
         )
 
     def auto_ended(
-        self, settings: CompactionSettings, ended: ev.CompactionEnded, *, size: int, usable: int
+        self,
+        settings: CompactionSettings,
+        ended: ev.CompactionEnded,
+        *,
+        size: int,
+        after: int,
+        usable: int,
     ) -> None:
-        """Note an automatic compaction of a `size`-token request that did not help enough."""
-        if ended.outcome != "compacted" or ended.tokens_after > settings.threshold * usable:
+        """Note an automatic compaction of a `size`-token request that did not help enough
+        (the request is `after` tokens now, in the measure `compacted` was given)."""
+        if ended.outcome != "compacted" or after > settings.threshold * usable:
             self.no_help_at = size
             self.futile += 1
 

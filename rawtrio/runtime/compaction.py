@@ -59,9 +59,12 @@ async def prepare_request(host: TurnHost, turn: Turn) -> ModelRequest:
         assert usable is not None  # auto_due says so
         state.auto_turn = turn.id
         ended = await run_compaction(host, "auto", None, turn.id)
-        state.auto_ended(settings, ended, size=size, usable=usable)
         request = host.model.build_request()
-        size = acct.request_tokens(request)
+        after = acct.request_tokens(request)
+        # Judged by the size the next requests are measured with, as `compacted` judges it
+        # (the event's `tokens_after` is in the provider's measure, for people).
+        state.auto_ended(settings, ended, size=size, after=after, usable=usable)
+        size = after
     try:
         max_tokens = acct.max_tokens(size, output)
     except TooLarge as exc:

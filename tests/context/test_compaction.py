@@ -357,3 +357,25 @@ async def test_a_prompt_sent_once_compaction_ended_is_published_is_taken(
             ended = await session.run_turn("and now?")  # the usage write still waits
             assert ended.outcome is TurnOutcome.COMPLETED, ended.reason
             store.release.set()
+
+
+async def test_an_automatic_compaction_is_judged_in_the_measure_of_the_next_request(
+    wire: ProviderKind, cwd: Path
+) -> None:
+    """A provider counting far more than rawtrio's estimate (here 20,000 tokens for a
+    request estimated at a few thousand): the compaction's reported size after is in the
+    provider's measure, over the threshold, but the next requests are measured by the
+    estimate, under it. The compaction helped; it must not be marked futile (that held off
+    the next automatic compaction until the context had grown by a fifth of the window)."""
+    rules = scenario()["rules"]
+    counted = {"input_tokens": 20_000}
+    big = {"match": "turn 3:", "replies": [{**r, "usage": counted} for r in rules[1]["replies"]]}
+    rules.insert(1, big)
+    async with session_on({"rules": rules}, wire, cwd, **SMALL) as (session, _, _):
+        for i in range(4):
+            ended = await session.run_turn(turn_text(i))
+            assert ended.outcome is TurnOutcome.COMPLETED, ended.reason
+        compactions = await events_of(session, ev.CompactionEnded)
+        assert [c.outcome for c in compactions][-1:] == ["compacted"]
+        assert compactions[-1].tokens_after > 0.8 * 3_500  # reported in the provider's measure
+        assert (session.compactions.futile, session.compactions.no_help_at) == (0, None)
