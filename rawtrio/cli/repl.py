@@ -301,7 +301,7 @@ class LineChat:
 
     async def options_for_agent(self, name: str) -> tuple[SessionOptions, str]:
         """The run's options with the agent `name` (`ConfigError` listing the agents)."""
-        setup = await self.app.options_for(agent=name)
+        setup = await self.app.options_for(cwd=self.launch_dir, agent=name)  # where it starts
         return setup.options, setup.agent
 
 

@@ -190,8 +190,14 @@ async def _agent(app: ChatHost, arg: str) -> None:
     if make is None:
         raise UsageError("agents cannot be switched here")
     options, agent = await make(arg)
+    before, kept = app.session, (app.options, app.agent)
     app.options, app.agent = options, agent
-    await _switch(app, None)
+    try:
+        await _switch(app, None)
+    except BaseException:
+        if app.session is before:  # refused before leaving: the chat stays as it was
+            app.options, app.agent = kept
+        raise
     app.transcript.note(f"  agent {agent}: new session (an agent's prompt is fixed per session)")
 
 

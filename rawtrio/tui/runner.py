@@ -174,7 +174,14 @@ def _chat_boot(args: argparse.Namespace) -> Boot:
                 found = await opened.options_for(cwd=cwd, agent=app.agent)
                 return found.options, found.notices
 
+            async def options_for_agent(name: str) -> tuple[Any, str]:
+                # `/agent` starts its session where rawtrio was launched: the agent is
+                # looked up in that project's configuration, not a resumed session's.
+                found = await opened.options_for(cwd=launch_dir, agent=name)
+                return found.options, found.agent
+
             app.setup.options_for_cwd = options_for_cwd
+            app.setup.options_for_agent = options_for_agent
             app.setup.launch_dir = launch_dir
             told = set(opened.notices)
             session = await opened.start_session(choice)

@@ -275,13 +275,18 @@ def test_agent_and_new_start_where_rawtrio_was_launched(
     made = run_rawtrio(iso, "--cwd", str(elsewhere), "-p", "say hello", env=KEYS)
     assert made.returncode == 0, made.stderr
     [other] = sessions(iso)
+    # An agent only the launch directory's project defines: `/agent` looks it up there.
+    (iso.cwd / ".rawtrio").mkdir()
+    (iso.cwd / ".rawtrio" / "config.toml").write_text(
+        '[agents.localonly]\nsystem_prompt = "Only here."\n', encoding="utf-8"
+    )
     chat = Chat(iso, "--resume", other["id"])  # launched in iso.cwd, resuming elsewhere's
     try:
         chat.send("/agent")
         chat.wait_for("agent: default (/agent NAME starts a session with another)")
         chat.send("/agent critic")
         refused = chat.wait_for("expected an agent name")
-        assert "(default, reviewer)" in refused
+        assert "(default, localonly, reviewer)" in refused
         assert "critic" in refused
         chat.turn("say hello")  # still in the resumed session
         chat.send("/agent reviewer")
@@ -296,12 +301,16 @@ def test_agent_and_new_start_where_rawtrio_was_launched(
         chat.wait_for("new session ")
         chat.turn("say hello")
         assert recorder.requests[-1].body["model"] == "fake-second"  # still the agent's
+        chat.send("/agent localonly")
+        chat.wait_for("agent localonly: new session")
+        chat.turn("say hello")
+        assert "Only here." in json.dumps(recorder.requests[-1].body["system"])
         chat.leave()
     finally:
         chat.close()
     assert user_texts(iso, other["id"]) == ["say hello", "say hello"]
     made_here = [s for s in sessions(iso) if s["id"] != other["id"]]
-    assert len(made_here) == 2
+    assert len(made_here) == 3
     assert {Path(s["cwd"]) for s in made_here} == {iso.cwd.resolve()}
 
 

@@ -20,6 +20,7 @@ from rawtrio.app import Choice, open_app
 from rawtrio.cli.main import build_parser
 from rawtrio.permissions.rules import Effect, evaluate
 from rawtrio.runtime.session import Session
+from rawtrio.store.errors import StoreError
 from rawtrio.tui.app import ChatApp
 from rawtrio.tui.commands import run_command
 from rawtrio.tui.host import ChatSetup
@@ -326,3 +327,43 @@ async def test_resuming_a_session_open_elsewhere_is_refused_and_the_chat_stays(
             await run_command(app, f"/resume {mine}")  # the chat's own: nothing to switch
             assert app.session.id == mine
             assert "already" in app.transcript.walker[-1].items[0][1]
+
+
+async def test_agent_after_resume_is_looked_up_where_rawtrio_was_launched(
+    home: Path,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`/agent NAME` starts its session where rawtrio was launched, so NAME is looked up in
+    that project's configuration, not the resumed session's (it was refused there as an
+    unknown agent). A switch that is refused leaves the chat's agent as it was."""
+    config = home / "user.toml"
+    config.write_text(USER)
+    project, here = home / "project", home / "here"
+    project.mkdir()
+    (here / ".rawtrio").mkdir(parents=True)
+    (here / ".rawtrio" / "config.toml").write_text(
+        '[agents.localonly]\nsystem_prompt = "Only here."\n', encoding="utf-8"
+    )
+    monkeypatch.chdir(here)
+    argv = ["--config", str(config)]
+    async with open_app(build_parser().parse_args([*argv, "--cwd", str(project)])) as made:
+        sid = (await made.start_session(Choice())).id
+    async with booted_chat([*argv, "--resume", sid]) as app:
+        assert app.session is not None
+        assert app.session.cwd == project
+        await run_command(app, "/agent localonly")
+        assert app.agent == "localonly", app.transcript.walker[-1].items
+        assert app.session.id != sid
+        assert app.session.cwd == here
+        # A refused switch (the store fails to create the session) changes nothing.
+        current = app.session
+        runtime = app.runtime
+        assert runtime is not None
+
+        async def refuse(*_: Any, **__: Any) -> Any:
+            raise StoreError("the disk is full")
+
+        monkeypatch.setattr(runtime, "create_session", refuse)
+        await run_command(app, "/agent default")
+        assert (app.session, app.agent) == (current, "localonly")
+        assert "the disk is full" in app.transcript.walker[-1].items[0][1]
