@@ -38,6 +38,17 @@ def subreaper() -> Iterator[None]:
         become_child_subreaper(False)
 
 
+def _running(name: str, pids: list[int]) -> bool:
+    """Whether one of `pids` runs the program `name` (its exec done)."""
+    for pid in pids:
+        try:
+            if psutil.Process(pid).name() == name:
+                return True
+        except psutil.NoSuchProcess:
+            continue
+    return False
+
+
 def alive(pid: int) -> bool:
     try:
         return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
@@ -138,7 +149,9 @@ async def test_session_sweep_ends_and_reaps_orphans(make_ctx: MakeCtx, tmp_path:
     # A double fork: the middle process exits at once, the grandchild is re-parented.
     await trio.run_process(["bash", "-c", "(trap '' TERM; exec sleep 60) & exit 0"], env=env)
     with trio.fail_after(LIVENESS_S):
-        await until(lambda: bool(session_left("sess-sweep")))
+        # Once it is `sleep`: while a process execs, /proc/PID/environ reads empty for a
+        # moment, so a sweep right then would not see its marker (the test flaked so).
+        await until(lambda: _running("sleep", session_left("sess-sweep")))
         ended = await end_session_processes("sess-sweep", grace_s=0.2)
     assert ended
     assert session_left("sess-sweep") == []
