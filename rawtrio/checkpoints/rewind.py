@@ -161,10 +161,16 @@ class RewindResult:
     def restored(self) -> tuple[str, ...]:
         return tuple(sorted({p for o in self.outcomes if o.applied for p in o.restored}))
 
+    @property
+    def refused(self) -> bool:
+        """Nothing was done: files changed outside rawtrio, and no `force` (a rewind that
+        stopped part-way, a file changing meanwhile, did something and is not refused)."""
+        return not self.applied and self.session_id is None and not self.outcomes
+
     def describe(self) -> str:
         """One line (and the conflicts, when refused) for a notice or the terminal."""
         head = f"rewind to prompt {self.prompt.number}"
-        if not self.applied and self.session_id is None:
+        if self.refused:
             lines = [f"{head} refused: {len(self.conflicts)} file(s) changed outside rawtrio since"]
             lines += [f"  {c.describe()}" for c in self.conflicts]
             lines.append("nothing was done; force it to overwrite them")

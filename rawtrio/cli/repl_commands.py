@@ -186,7 +186,7 @@ async def rewind_session(
             )
         except OSError as exc:
             raise UsageError(f"could not restore the files: {exc}") from None
-        if result.applied or result.session_id is not None:
+        if not result.refused:
             return result.describe(), result
         lines = [f"/rewind: {len(result.conflicts)} file(s) changed outside rawtrio since:"]
         lines += [f"  {c.describe()}" for c in result.conflicts]

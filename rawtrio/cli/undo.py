@@ -136,6 +136,12 @@ def through_holder(
                 except HostLetGo:
                     if tries:
                         continue  # the session is free now: here again
+                    print(
+                        f"rawtrio {action}: session {exc.session_id} kept being taken and "
+                        f"let go by another process meanwhile; try again",
+                        file=sys.stderr,
+                    )
+                    return ExitCode.SESSION_LOCKED
             print(f"rawtrio {action}: {locked_text(exc, action)}", file=sys.stderr)
             return ExitCode.SESSION_LOCKED
 

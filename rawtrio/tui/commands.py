@@ -394,7 +394,7 @@ async def _do_rewind(
         result = await rewind.rewind(runtime, store, session_id, prompts, number, what, force=force)
     except OSError as exc:
         raise UsageError(f"could not restore the files: {exc}") from None
-    if not result.applied and result.session_id is None:
+    if result.refused:
         lines = [f"  /rewind: {len(result.conflicts)} file(s) changed outside rawtrio since:"]
         lines += [f"    {c.describe()}" for c in result.conflicts]
         app.transcript.note("\n".join(lines), "error")

@@ -12,6 +12,7 @@ import trio
 
 from rawtrio import events as ev
 from rawtrio.checkpoints import rewind
+from rawtrio.checkpoints.restore import apply_rewind
 from rawtrio.checkpoints.store import CheckpointStore
 from rawtrio.context.compaction import CompactionSettings
 from rawtrio.contracts import TurnOutcome
@@ -302,3 +303,33 @@ async def test_a_cancel_that_lands_after_the_fork_still_restores_the_files(
         assert picture(project) == ran.pictures[1]  # the files went back with the fork
         states = {c.number: c.state for c in ran.cp.change_sets(session.id)}
         assert states == {1: "applied", 2: "undone", 3: "undone"}
+
+
+async def test_a_rewind_stopped_part_way_says_what_it_did(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A file changing between the check and the restore stops the rewind after the
+    checkpoints it already put back. That is not a refusal: the chats used to ask to
+    overwrite "0 file(s)" and then say "nothing was done"."""
+    project = make_small_project(tmp_path / "p")
+    state = tmp_path / "state" / "checkpoints"
+    async with session_on(scenario_three_turns(), "anthropic", project, checkpoint_dir=state) as (
+        session,
+        _server,
+        runtime,
+    ):
+        ran = Ran(session, runtime, runtime.store, CheckpointStore(state, project))
+        await ran.turns(project)
+
+        def changed_meanwhile(*args: Any, **kwargs: Any) -> Any:
+            (project / "new" / "dir" / "t.txt").write_bytes(b"changed meanwhile\n")
+            return apply_rewind(*args, **kwargs)
+
+        monkeypatch.setattr("rawtrio.checkpoints.rewind.apply_rewind", changed_meanwhile)
+        result = await ran.rewind(2, "files")
+        assert not result.applied
+        assert [o.applied for o in result.outcomes] == [True, False]  # 3 back, 2 stopped
+        assert not result.refused
+        said = result.describe()
+        assert said.startswith("rewound to prompt 2: ")
+        assert "stopped at checkpoint 2: a file changed meanwhile" in said
