@@ -7,6 +7,7 @@ A prompt that starts with `//` is sent to the model with one `/` removed.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ from rawtrio.app.chat_commands import (
     switch_model,
 )
 from rawtrio.app.choice import resolve_id
+from rawtrio.contracts import CLEANUP_DEADLINE_S
 from rawtrio.errors import RawtrioError, TurnInProgress, UsageError
 
 if TYPE_CHECKING:
@@ -32,6 +34,8 @@ if TYPE_CHECKING:
     from rawtrio.checkpoints.store import CheckpointStore
     from rawtrio.store.base import SessionRecord
     from rawtrio.tui.host import ChatHost
+
+log = logging.getLogger(__name__)
 
 Handler = Callable[["ChatHost", str], Awaitable[None]]
 #: Sessions the picker lists at most.
@@ -107,21 +111,39 @@ async def _switch(
             raise UsageError(f"the chat is in session {record.id} already")
         source = await runtime.fork_session(record.id) if fork else record.id
         session = await runtime.open_session(source, opened)
-    await app.leave_session()
-    app.transcript.clear()
+    try:
+        await app.leave_session()
+        app.transcript.clear()
+        if record is None:
+            app.options = opened  # later new sessions start there too, resolved once
+        await app.attach(session, created=record is None, show_history=record is not None)
+    except BaseException:  # the chat is leaving (Ctrl-D) while the old session closes
+        if app.session is not session:
+            await _abandon(app, session, new=record is None)
+        raise
     if record is None:
-        app.options = opened  # later new sessions start there too, resolved once
-        await app.attach(session, created=True, show_history=False)
         for notice in notices:
             app.transcript.note(f"  rawtrio: {notice}", "warning")
         app.transcript.note(f"  new session {session.id}", "dim")
         return
-    await app.attach(session, created=False, show_history=True)
     for notice in notices:
         app.transcript.note(f"  rawtrio: {notice}", "warning")
     if not quiet:  # the caller says what happened
         what = f"forked {record.id} as" if fork else "resumed"
         app.transcript.note(f"  {what} session {session.id}", "dim")
+
+
+async def _abandon(app: ChatHost, session: Any, *, new: bool) -> None:
+    """Close a session opened for a switch that did not happen (a new one, still empty,
+    is deleted), so no stray session is left for `--continue` to find."""
+    with trio.move_on_after(CLEANUP_DEADLINE_S) as cleanup:
+        cleanup.shield = True
+        try:
+            await session.close("the chat left before switching to it")
+            if new and app.runtime is not None:
+                await app.runtime.delete_session(session.id)
+        except RawtrioError as exc:  # attached: the host went away meanwhile
+            log.warning("leaving session %s: %s", session.id, exc)
 
 
 async def _resume(app: ChatHost, arg: str) -> None:

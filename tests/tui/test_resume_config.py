@@ -367,3 +367,32 @@ async def test_agent_after_resume_is_looked_up_where_rawtrio_was_launched(
         await run_command(app, "/agent default")
         assert (app.session, app.agent) == (current, "localonly")
         assert "the disk is full" in app.transcript.walker[-1].items[0][1]
+
+
+async def test_leaving_the_chat_during_new_leaves_no_stray_session(
+    home: Path,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """`/new` opens its session before leaving the current one; the chat quitting (Ctrl-D)
+    while the old one closes used to leave the new, empty session in the store, listed
+    and found by `--continue`. It is closed and deleted."""
+    config = home / "user.toml"
+    config.write_text(USER)
+    monkeypatch.chdir(home)
+    async with booted_chat(["--config", str(config)]) as app:
+        runtime = app.runtime
+        assert runtime is not None
+        assert app.session is not None
+        before = {r.id for r in await runtime.list_sessions()}
+        leave = app.leave_session
+        with trio.CancelScope() as quitting:
+
+            async def quit_while_leaving() -> None:
+                quitting.cancel(reason="the user quit while the old session closed")
+                await leave()
+                await trio.lowlevel.checkpoint()
+
+            monkeypatch.setattr(app, "leave_session", quit_while_leaving)
+            await run_command(app, "/new")
+        assert quitting.cancelled_caught
+        assert {r.id for r in await runtime.list_sessions()} <= before  # no new one left
