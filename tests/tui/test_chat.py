@@ -5,10 +5,12 @@ from __future__ import annotations
 import contextlib
 import re
 import signal
+import time
 from collections.abc import Iterator
 
 import psutil
 
+from rawtrio.tui.app import DOUBLE_CTRL_C_S
 from tests.headless.conftest import FakeModel
 from tests.headless.support import Isolation, alive, wait_until
 from tests.tui.support import Pane, descendants_of
@@ -320,10 +322,15 @@ def test_ctrl_c_typed_as_soon_as_the_prompt_shows_is_the_chats_ctrl_c(
         with held_at_the_first_frame(pane) as chat:
             pane.type("draft")
             pane.keys("C-c")
+            typed = time.monotonic()
         screen = pane.wait_for("press Ctrl-C again to exit")
         assert "› draft" not in screen
         pane.wait_for("ready │")
         assert chat.is_running()
+        # Past the double Ctrl-C window of that first one (on a fast machine the chat is
+        # ready within it, and the next Ctrl-C would leave at once, the one after it
+        # reaching the shell): the pair below is a fresh "clear, then leave".
+        time.sleep(max(0.0, typed + DOUBLE_CTRL_C_S + 0.5 - time.monotonic()))
         pane.keys("C-c")
         pane.keys("C-c")
         assert pane.wait_ended() == 0
