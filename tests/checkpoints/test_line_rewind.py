@@ -7,19 +7,15 @@ was wrong."""
 
 from __future__ import annotations
 
-import json
-import signal
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from tests.checkpoints.helpers import Picture, picture
 from tests.checkpoints.rewind_support import PROMPTS, make_small_project, scenario_three_turns
 from tests.headless.conftest import FakeModel, fake_model_process
-from tests.headless.support import Isolation, LiveRun, run_rawtrio
+from tests.headless.support import Isolation, LineChat, stored_sessions, user_texts
 
 ANSWERS = ("wrote a.txt", "changed a.txt and run.sh", "removed keep.txt")
 
@@ -30,33 +26,11 @@ def three_turns_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fake
         yield fake
 
 
-class Chat:
-    """`rawtrio --plain` on a pipe: lines typed, lines waited for."""
+class Chat(LineChat):
+    """The line chat on the three-turn model."""
 
     def __init__(self, iso: Isolation, model: FakeModel) -> None:
-        self.iso = iso
-        self.run = LiveRun.start(
-            iso,
-            "--plain",
-            "--base-url",
-            model.base_url,
-            "--sigterm-grace",
-            "0.2",
-            env={"ANTHROPIC_API_KEY": "test-key"},
-            stdin=subprocess.PIPE,
-        )
-
-    def send(self, line: str) -> None:
-        stdin = self.run.proc.stdin
-        assert stdin is not None
-        stdin.write(line + "\n")
-        stdin.flush()
-
-    def wait_for(self, text: str) -> str:
-        return self.run.wait_for_text(text)
-
-    def ctrl_c(self) -> None:
-        self.run.signal(signal.SIGINT, group=True)
+        super().__init__(iso, "--base-url", model.base_url)
 
     def three_turns(self) -> list[Picture]:
         pictures = []
@@ -68,33 +42,6 @@ class Chat:
         pictures.append(picture(self.iso.cwd))
         return pictures
 
-    def leave(self) -> str:
-        """Ctrl-D; the whole output."""
-        stdin = self.run.proc.stdin
-        assert stdin is not None
-        stdin.close()
-        done = self.run.finish()
-        assert done.returncode == 0, done.stderr
-        assert "Traceback" not in done.stderr
-        return done.stdout
-
-    def close(self) -> None:
-        if self.run.proc.poll() is None:
-            self.run.kill()
-
-
-def sessions(iso: Isolation) -> list[dict[str, Any]]:
-    listed = run_rawtrio(iso, "sessions", "list", "--json")
-    assert listed.returncode == 0, listed.stderr
-    found: list[dict[str, Any]] = json.loads(listed.stdout)
-    return found
-
-
-def user_texts(iso: Isolation, sid: str) -> list[str]:
-    shown = run_rawtrio(iso, "sessions", "export", "--format", "json", sid)
-    assert shown.returncode == 0, shown.stderr
-    return [m["text"] for m in json.loads(shown.stdout)["context"] if m["role"] == "user"]
-
 
 def test_rewind_from_the_list_restores_the_files_and_goes_on_in_the_fork(
     tmp_path: Path, three_turns_model: FakeModel
@@ -104,7 +51,7 @@ def test_rewind_from_the_list_restores_the_files_and_goes_on_in_the_fork(
     chat = Chat(iso, three_turns_model)
     try:
         pictures = chat.three_turns()
-        [source] = sessions(iso)
+        [source] = stored_sessions(iso)
         chat.send("/rewind")
         chat.wait_for("/rewind: back to just before which prompt?")
         # Every prompt, numbered as the session numbers them, with what its turn changed.
@@ -125,7 +72,7 @@ def test_rewind_from_the_list_restores_the_files_and_goes_on_in_the_fork(
         goes_on = chat.wait_for("the chat goes on in session")
         assert f"{source['id']} is left as it was" in goes_on
         assert "prompt 2 was: second change" in chat.wait_for("prompt 2 was")
-        [fork] = [s for s in sessions(iso) if s["id"] != source["id"]]
+        [fork] = [s for s in stored_sessions(iso) if s["id"] != source["id"]]
         assert fork["id"] in goes_on
         assert fork["title"] == "first change (rewound to prompt 2)"
         assert user_texts(iso, fork["id"]) == ["first change"]
@@ -176,7 +123,7 @@ def test_rewind_n_asks_about_outside_changes_and_ctrl_c_changes_nothing(
         chat.ctrl_c()
         chat.wait_for("/rewind: nothing was done")
         assert picture(iso.cwd) == outside
-        assert len(sessions(iso)) == 1  # no fork either
+        assert len(stored_sessions(iso)) == 1  # no fork either
 
         chat.send("/rewind 1 files")
         chat.wait_for("overwrite them? y = yes")
@@ -190,7 +137,7 @@ def test_rewind_n_asks_about_outside_changes_and_ctrl_c_changes_nothing(
         out = chat.leave()
     finally:
         chat.close()
-    [only] = sessions(iso)
+    [only] = stored_sessions(iso)
     assert f"session {only['id']} — resume it with" in out
     assert "the chat goes on in session" not in out
     assert user_texts(iso, only["id"]) == [*PROMPTS, "say more"]
@@ -241,5 +188,5 @@ def test_rewind_refusals_name_what_was_wrong_and_change_nothing(
     finally:
         chat.close()
     assert picture(iso.cwd) == before
-    [only] = sessions(iso)  # no fork was made
+    [only] = stored_sessions(iso)  # no fork was made
     assert user_texts(iso, only["id"]) == ["just talk"]  # no command reached the model

@@ -4,6 +4,7 @@ the files, the conversation (a fork), or both; a conflict leaves everything as i
 from __future__ import annotations
 
 import contextlib
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,7 @@ class Ran:
         self.contexts: list[list[Any]] = []
 
     async def turns(self, project: Path) -> None:
+        self.project = project
         for text in PROMPTS:
             self.pictures.append(picture(project))
             self.contexts.append(await self.store.load_context(self.session.id))
@@ -53,6 +55,21 @@ class Ran:
         return await rewind.rewind(
             self.runtime, self.cp, self.session.id, await self.prompts(), number, what, force=force
         )
+
+
+@contextlib.asynccontextmanager
+async def three_turns_ran(tmp_path: Path) -> AsyncIterator[Ran]:
+    """A session of a small project that ran the three turns, its checkpoints kept."""
+    project = make_small_project(tmp_path / "p")
+    state = tmp_path / "state" / "checkpoints"
+    async with session_on(scenario_three_turns(), "anthropic", project, checkpoint_dir=state) as (
+        session,
+        _server,
+        runtime,
+    ):
+        ran = Ran(session, runtime, runtime.store, CheckpointStore(state, project))
+        await ran.turns(project)
+        yield ran
 
 
 def user_texts(context: list[Any]) -> list[str]:
@@ -114,15 +131,8 @@ async def test_rewind_to_prompt_two_restores_files_and_forks_the_conversation(
 async def test_conversation_only_leaves_the_files_and_files_only_makes_no_fork(
     tmp_path: Path,
 ) -> None:
-    project = make_small_project(tmp_path / "p")
-    state = tmp_path / "state" / "checkpoints"
-    async with session_on(scenario_three_turns(), "anthropic", project, checkpoint_dir=state) as (
-        session,
-        _server,
-        runtime,
-    ):
-        ran = Ran(session, runtime, runtime.store, CheckpointStore(state, project))
-        await ran.turns(project)
+    async with three_turns_ran(tmp_path) as ran:
+        runtime, project = ran.runtime, ran.project
         sessions_before = len(await runtime.list_sessions())
 
         talk = await ran.rewind(3, "conversation")
@@ -150,15 +160,8 @@ async def test_conversation_only_leaves_the_files_and_files_only_makes_no_fork(
 
 
 async def test_a_file_changed_outside_is_a_conflict_and_nothing_is_done(tmp_path: Path) -> None:
-    project = make_small_project(tmp_path / "p")
-    state = tmp_path / "state" / "checkpoints"
-    async with session_on(scenario_three_turns(), "anthropic", project, checkpoint_dir=state) as (
-        session,
-        _server,
-        runtime,
-    ):
-        ran = Ran(session, runtime, runtime.store, CheckpointStore(state, project))
-        await ran.turns(project)
+    async with three_turns_ran(tmp_path) as ran:
+        session, runtime, project = ran.session, ran.runtime, ran.project
         # Between turns 2 and 3 someone else would have changed run.sh: here, after turn 3,
         # a.txt is changed outside rawtrio.
         (project / "a.txt").write_bytes(b"my own words\n")
@@ -265,15 +268,8 @@ async def test_a_cancel_that_lands_after_the_fork_still_restores_the_files(
     """Once a rewind starts changing things it finishes both halves: a Ctrl-C or SIGTERM
     landing between the fork and the file restore used to leave a fork whose files were
     never put back (the restore was skipped by the cancellation)."""
-    project = make_small_project(tmp_path / "p")
-    state = tmp_path / "state" / "checkpoints"
-    async with session_on(scenario_three_turns(), "anthropic", project, checkpoint_dir=state) as (
-        session,
-        _server,
-        runtime,
-    ):
-        ran = Ran(session, runtime, runtime.store, CheckpointStore(state, project))
-        await ran.turns(project)
+    async with three_turns_ran(tmp_path) as ran:
+        session, runtime, project = ran.session, ran.runtime, ran.project
         prompts = await ran.prompts()
         forks: list[str] = []
 
@@ -311,15 +307,8 @@ async def test_a_rewind_stopped_part_way_says_what_it_did(
     """A file changing between the check and the restore stops the rewind after the
     checkpoints it already put back. That is not a refusal: the chats used to ask to
     overwrite "0 file(s)" and then say "nothing was done"."""
-    project = make_small_project(tmp_path / "p")
-    state = tmp_path / "state" / "checkpoints"
-    async with session_on(scenario_three_turns(), "anthropic", project, checkpoint_dir=state) as (
-        session,
-        _server,
-        runtime,
-    ):
-        ran = Ran(session, runtime, runtime.store, CheckpointStore(state, project))
-        await ran.turns(project)
+    async with three_turns_ran(tmp_path) as ran:
+        project = ran.project
 
         def changed_meanwhile(*args: Any, **kwargs: Any) -> Any:
             (project / "new" / "dir" / "t.txt").write_bytes(b"changed meanwhile\n")

@@ -286,3 +286,70 @@ def fake_model_in_thread(scenario: Scenario) -> Iterator[FakeModelServer]:
         token.run_sync_soon(stop.set)
         thread.join(LIVENESS_S)
         assert not thread.is_alive(), "the fake model server did not stop"
+
+
+class LineChat:
+    """`rawtrio --plain` on a pipe (the line-mode chat): lines typed, lines waited for."""
+
+    def __init__(self, iso: Isolation, *args: str) -> None:
+        self.iso = iso
+        self.run = LiveRun.start(
+            iso,
+            "--plain",
+            "--sigterm-grace",
+            "0.2",
+            *args,
+            env={"ANTHROPIC_API_KEY": "test-key"},
+            stdin=subprocess.PIPE,
+        )
+
+    def send(self, line: str) -> None:
+        stdin = self.run.proc.stdin
+        assert stdin is not None
+        stdin.write(line + "\n")
+        stdin.flush()
+
+    def wait_for(self, text: str) -> str:
+        return self.run.wait_for_text(text)
+
+    def ctrl_c(self) -> None:
+        self.run.signal(signal.SIGINT, group=True)
+
+    def turn(self, text: str) -> None:
+        self.send(text)
+        self.wait_for("(completed")
+
+    def finish(self) -> str:
+        """The chat's end (after `/quit`, or Ctrl-D); the whole output."""
+        done = self.run.finish()
+        assert done.returncode == 0, done.stderr
+        assert "Traceback" not in done.stderr
+        return done.stdout
+
+    def leave(self) -> str:
+        """Ctrl-D; the whole output."""
+        stdin = self.run.proc.stdin
+        assert stdin is not None
+        stdin.close()
+        return self.finish()
+
+    def close(self) -> None:
+        if self.run.proc.poll() is None:
+            self.run.kill()
+        if self.run.proc.stdin is not None:
+            self.run.proc.stdin.close()
+
+
+def stored_sessions(iso: Isolation) -> list[dict[str, Any]]:
+    """`rawtrio sessions list --json` of the isolated state."""
+    listed = run_rawtrio(iso, "sessions", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    found: list[dict[str, Any]] = json.loads(listed.stdout)
+    return found
+
+
+def user_texts(iso: Isolation, sid: str) -> list[str]:
+    """The user messages of stored session `sid`'s model context."""
+    shown = run_rawtrio(iso, "sessions", "export", "--format", "json", sid)
+    assert shown.returncode == 0, shown.stderr
+    return [m["text"] for m in json.loads(shown.stdout)["context"] if m["role"] == "user"]

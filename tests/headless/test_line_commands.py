@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-import signal
-import subprocess
 from pathlib import Path
-from typing import Any
 
 import trio
 
@@ -21,68 +18,16 @@ from rawtrio.store.paths import DB_NAME
 from rawtrio.store.sqlite import SqliteStore
 from rawtrio.testing.fake_model import FakeModelServer
 from tests.headless.conftest import FakeModel
-from tests.headless.support import Isolation, LiveRun, run_rawtrio
+from tests.headless.support import (
+    Isolation,
+    LineChat,
+    run_rawtrio,
+    stored_sessions,
+    user_texts,
+)
 
 KEYS = {"ANTHROPIC_API_KEY": "test-key"}
 USER_GUIDE = Path(__file__).parents[2] / "docs" / "user-guide.md"
-
-
-class Chat:
-    """`rawtrio --plain` on a pipe: lines typed, lines waited for."""
-
-    def __init__(self, iso: Isolation, *args: str) -> None:
-        self.run = LiveRun.start(
-            iso, "--plain", "--sigterm-grace", "0.2", *args, env=KEYS, stdin=subprocess.PIPE
-        )
-
-    def send(self, line: str) -> None:
-        stdin = self.run.proc.stdin
-        assert stdin is not None
-        stdin.write(line + "\n")
-        stdin.flush()
-
-    def wait_for(self, text: str) -> str:
-        return self.run.wait_for_text(text)
-
-    def ctrl_c(self) -> None:
-        self.run.signal(signal.SIGINT, group=True)
-
-    def turn(self, text: str) -> None:
-        self.send(text)
-        self.wait_for("(completed")
-
-    def finish(self) -> str:
-        """The chat's end (after `/quit`, or Ctrl-D); the whole output."""
-        done = self.run.finish()
-        assert done.returncode == 0, done.stderr
-        assert "Traceback" not in done.stderr
-        return done.stdout
-
-    def leave(self) -> str:
-        """Ctrl-D; the whole output."""
-        stdin = self.run.proc.stdin
-        assert stdin is not None
-        stdin.close()
-        return self.finish()
-
-    def close(self) -> None:
-        if self.run.proc.poll() is None:
-            self.run.kill()
-        if self.run.proc.stdin is not None:
-            self.run.proc.stdin.close()
-
-
-def sessions(iso: Isolation) -> list[dict[str, Any]]:
-    listed = run_rawtrio(iso, "sessions", "list", "--json")
-    assert listed.returncode == 0, listed.stderr
-    found: list[dict[str, Any]] = json.loads(listed.stdout)
-    return found
-
-
-def user_texts(iso: Isolation, sid: str) -> list[str]:
-    shown = run_rawtrio(iso, "sessions", "export", "--format", "json", sid)
-    assert shown.returncode == 0, shown.stderr
-    return [m["text"] for m in json.loads(shown.stdout)["context"] if m["role"] == "user"]
 
 
 def write_user_config(iso: Isolation, base_url: str) -> None:
@@ -108,7 +53,7 @@ def write_user_config(iso: Isolation, base_url: str) -> None:
 def test_help_lists_the_commands_it_runs_and_quit_leaves(
     iso: Isolation, fake_model: FakeModel
 ) -> None:
-    chat = Chat(iso, "--base-url", fake_model.base_url)
+    chat = LineChat(iso, "--base-url", fake_model.base_url)
     try:
         chat.send("/help")
         chat.wait_for("commands:")
@@ -123,7 +68,7 @@ def test_help_lists_the_commands_it_runs_and_quit_leaves(
     finally:
         chat.close()
     assert "Hello" not in out
-    assert sessions(iso) == []  # no command reached the model: the empty chat was deleted
+    assert stored_sessions(iso) == []  # no command reached the model: the empty chat was deleted
 
 
 def test_the_user_guides_table_lists_the_help_commands() -> None:
@@ -145,7 +90,7 @@ def test_model_and_mode_show_switch_and_name_what_was_wrong(
     iso: Isolation, recorder: FakeModelServer
 ) -> None:
     write_user_config(iso, recorder.base_url)
-    chat = Chat(iso)
+    chat = LineChat(iso)
     try:
         chat.send("/model")
         chat.wait_for("model: first; configured: first, second")
@@ -168,7 +113,7 @@ def test_model_and_mode_show_switch_and_name_what_was_wrong(
         out = chat.leave()
     finally:
         chat.close()
-    [only] = sessions(iso)
+    [only] = stored_sessions(iso)
     assert user_texts(iso, only["id"]) == ["say hello", "say hello"]
     assert f"session {only['id']} — resume it with" in out
 
@@ -176,22 +121,22 @@ def test_model_and_mode_show_switch_and_name_what_was_wrong(
 def test_new_resume_fork_and_sessions_switch_the_chat(
     iso: Isolation, fake_model: FakeModel
 ) -> None:
-    chat = Chat(iso, "--base-url", fake_model.base_url)
+    chat = LineChat(iso, "--base-url", fake_model.base_url)
     try:
         chat.turn("say hello")
-        [first] = sessions(iso)
+        [first] = stored_sessions(iso)
         chat.send("/new")
         assert f"session {first['id']} — resume it with" in chat.wait_for("resume it with")
         second = chat.wait_for("new session ").split("new session ")[1].strip()
         chat.send("/new")  # the empty session is deleted on the way
         third = chat.wait_for("new session ").split("new session ")[1].strip()
-        assert {s["id"] for s in sessions(iso)} == {first["id"], third}
+        assert {s["id"] for s in stored_sessions(iso)} == {first["id"], third}
         assert second != third
 
         chat.send(f"/resume {first['id'][:8]}")  # a unique prefix
         chat.wait_for("Hello from the fake model.")  # the recap of its last turns
         chat.wait_for(f"resumed session {first['id']}")
-        assert [s["id"] for s in sessions(iso)] == [first["id"]]  # the third was empty
+        assert [s["id"] for s in stored_sessions(iso)] == [first["id"]]  # the third was empty
         chat.send(f"/resume {first['id']}")
         chat.wait_for(f"rawtrio: the chat is in session {first['id']} already")
         chat.send("/resume")
@@ -204,7 +149,7 @@ def test_new_resume_fork_and_sessions_switch_the_chat(
         chat.send("/fork")
         forked = chat.wait_for(f"forked {first['id']} as session ").split("as session ")[1]
         fork = forked.strip()
-        assert {s["id"] for s in sessions(iso)} == {first["id"], fork}
+        assert {s["id"] for s in stored_sessions(iso)} == {first["id"], fork}
         chat.turn("say hello")  # in the fork
 
         chat.send("/sessions everything")
@@ -242,13 +187,13 @@ def test_a_session_open_in_another_process_is_refused_and_the_chat_stays(
 ) -> None:
     made = run_rawtrio(iso, "-p", "say hello", "--base-url", fake_model.base_url, env=KEYS)
     assert made.returncode == 0, made.stderr
-    [other] = sessions(iso)
-    holder = Chat(iso, "--base-url", fake_model.base_url, "--resume", other["id"])
-    chat = Chat(iso, "--base-url", fake_model.base_url)
+    [other] = stored_sessions(iso)
+    holder = LineChat(iso, "--base-url", fake_model.base_url, "--resume", other["id"])
+    chat = LineChat(iso, "--base-url", fake_model.base_url)
     try:
         holder.wait_for(f"session {other['id']}; /help")
         chat.turn("say hello")
-        [mine] = [s for s in sessions(iso) if s["id"] != other["id"]]
+        [mine] = [s for s in stored_sessions(iso) if s["id"] != other["id"]]
         chat.send(f"/resume {other['id']}")
         refused = chat.wait_for("is open in another process")
         assert f"rawtrio: session {other['id']} is open in another process (pid " in refused
@@ -274,13 +219,13 @@ def test_agent_and_new_start_where_rawtrio_was_launched(
     elsewhere.mkdir()
     made = run_rawtrio(iso, "--cwd", str(elsewhere), "-p", "say hello", env=KEYS)
     assert made.returncode == 0, made.stderr
-    [other] = sessions(iso)
+    [other] = stored_sessions(iso)
     # An agent only the launch directory's project defines: `/agent` looks it up there.
     (iso.cwd / ".rawtrio").mkdir()
     (iso.cwd / ".rawtrio" / "config.toml").write_text(
         '[agents.localonly]\nsystem_prompt = "Only here."\n', encoding="utf-8"
     )
-    chat = Chat(iso, "--resume", other["id"])  # launched in iso.cwd, resuming elsewhere's
+    chat = LineChat(iso, "--resume", other["id"])  # launched in iso.cwd, resuming elsewhere's
     try:
         chat.send("/agent")
         chat.wait_for("agent: default (/agent NAME starts a session with another)")
@@ -309,7 +254,7 @@ def test_agent_and_new_start_where_rawtrio_was_launched(
     finally:
         chat.close()
     assert user_texts(iso, other["id"]) == ["say hello", "say hello"]
-    made_here = [s for s in sessions(iso) if s["id"] != other["id"]]
+    made_here = [s for s in stored_sessions(iso) if s["id"] != other["id"]]
     assert len(made_here) == 3
     assert {Path(s["cwd"]) for s in made_here} == {iso.cwd.resolve()}
 
@@ -335,7 +280,7 @@ def test_resume_names_an_ambiguous_id_prefix_and_the_chat_stays(
                 )
 
     trio.run(store_twins)
-    chat = Chat(iso, "--base-url", fake_model.base_url)
+    chat = LineChat(iso, "--base-url", fake_model.base_url)
     try:
         chat.wait_for("/help lists the commands")
         chat.send("/resume abcd")
